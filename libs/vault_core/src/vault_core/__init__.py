@@ -1,0 +1,103 @@
+"""Vault core: Markdown vaults as notes that tools can read and change safely.
+
+Paths (spec §9), notes and frontmatter (§8), the one write path (§11), section
+edits (§12), templates and layouts. No HTTP here; the node builds on this.
+"""
+
+from vault_core.edit import (
+    DRY_RUN,
+    NO_CHANGE,
+    WriteOp,
+    WriteResult,
+    apply,
+    delete,
+    edit_frontmatter,
+    move,
+    put_attachment,
+    touch,
+)
+from vault_core.errors import (
+    ATTACHMENT_LIMIT,
+    ERROR_CODES,
+    NOTE_LIMIT,
+    AmbiguousEditError,
+    AttachmentTypeError,
+    EncodingError,
+    ExistsError,
+    FrontmatterError,
+    HashMismatchError,
+    HeadingNotFoundError,
+    InvalidArgumentError,
+    InvalidPathError,
+    InvalidVaultNameError,
+    NotAFileError,
+    NoteExistsError,
+    NoteNotFoundError,
+    NotFoundError,
+    StorageError,
+    TemplateNotFoundError,
+    TooLargeError,
+    UnknownLayoutError,
+    UnknownRevisionError,
+    VaultError,
+    VaultExistsError,
+    VersioningOffError,
+)
+from vault_core.frontmatter import Frontmatter
+from vault_core.markdown import Heading, Link, Task
+from vault_core.note import Note, parse
+from vault_core.paths import Entry, Resolved, check_vault_name
+from vault_core.text import content_hash
+from vault_core.vault import ATTACHMENT_TYPES, Actor, Vault, WriteHook
+
+__all__ = [
+    "ATTACHMENT_LIMIT",
+    "ATTACHMENT_TYPES",
+    "DRY_RUN",
+    "ERROR_CODES",
+    "NOTE_LIMIT",
+    "NO_CHANGE",
+    "Actor",
+    "AmbiguousEditError",
+    "AttachmentTypeError",
+    "EncodingError",
+    "Entry",
+    "ExistsError",
+    "Frontmatter",
+    "FrontmatterError",
+    "HashMismatchError",
+    "Heading",
+    "HeadingNotFoundError",
+    "InvalidArgumentError",
+    "InvalidPathError",
+    "InvalidVaultNameError",
+    "Link",
+    "NotAFileError",
+    "NotFoundError",
+    "Note",
+    "NoteExistsError",
+    "NoteNotFoundError",
+    "Resolved",
+    "StorageError",
+    "Task",
+    "TemplateNotFoundError",
+    "TooLargeError",
+    "UnknownLayoutError",
+    "UnknownRevisionError",
+    "Vault",
+    "VaultError",
+    "VaultExistsError",
+    "VersioningOffError",
+    "WriteHook",
+    "WriteOp",
+    "WriteResult",
+    "apply",
+    "check_vault_name",
+    "content_hash",
+    "delete",
+    "edit_frontmatter",
+    "move",
+    "parse",
+    "put_attachment",
+    "touch",
+]

@@ -1,0 +1,277 @@
+"""The one write path (spec §11): every mutation of a note passes through `apply`.
+
+Optimistic locking, dry run, trash-before-destroy, atomic replace and the
+after-write hooks are properties of this module, not of each tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from vault_core import diff, frontmatter, storage
+from vault_core.errors import (
+    ATTACHMENT_LIMIT,
+    NOTE_LIMIT,
+    AttachmentTypeError,
+    FrontmatterError,
+    HashMismatchError,
+    InvalidPathError,
+    NotAFileError,
+    NoteExistsError,
+    NoteNotFoundError,
+    TooLargeError,
+)
+from vault_core.frontmatter import Frontmatter, Rfc3339
+from vault_core.paths import Resolved
+from vault_core.text import Decoded, content_hash, decode, encode, same_hash
+from vault_core.vault import ATTACHMENT_TYPES, Actor, Vault, read_limited, rfc3339
+
+Transform = Callable[[str, bool], str]
+
+NO_CHANGE = "no change"
+DRY_RUN = "dry run: nothing was written"
+
+
+@dataclass(frozen=True)
+class WriteOp:
+    """One mutation. `transform(current_text, exists)` returns the new text (LF endings)."""
+
+    path: str
+    transform: Transform
+    expected_hash: str | None = None
+    dry_run: bool = False
+    reason: str | None = None  # commit message; None = no commit (summary commit follows)
+    skip_touch: bool = False  # leave created/updated alone (spec §11.5)
+
+
+@dataclass
+class WriteResult:
+    """The common write response of spec §13.3, plus what the caller may need next."""
+
+    vault: str
+    path: str
+    bytes: int
+    content_hash: str
+    hash_before: str = ""
+    created: bool = False
+    deleted: bool = False
+    dry_run: bool = False
+    changed: bool = True
+    diff: str = ""
+    message: str = ""
+    text: str = ""  # the new text (LF), for tools that report on it; never logged
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def response(self) -> dict[str, Any]:
+        """The JSON shape: created/deleted/dry_run/diff/message only when they apply."""
+        out: dict[str, Any] = {
+            "path": self.path,
+            "vault": self.vault,
+            "bytes": self.bytes,
+            "content_hash": self.content_hash,
+        }
+        for key in ("created", "deleted", "dry_run", "diff", "message"):
+            value = getattr(self, key)
+            if value:
+                out[key] = value
+        out.update(self.extra)
+        return out
+
+
+@dataclass(frozen=True)
+class _Current:
+    exists: bool
+    data: bytes
+    decoded: Decoded | None
+
+    @property
+    def text(self) -> str:
+        return self.decoded.text if self.decoded else ""
+
+
+def apply(vault: Vault, op: WriteOp, actor: Actor | None = None) -> WriteResult:
+    """Spec §11.1 steps 1-14, in order."""
+    resolved = vault.resolve_note(op.path)
+    with vault.lock:
+        current = _read_current(resolved)
+        _check_expected(resolved.rel, op.expected_hash, current)
+        new_text = op.transform(current.text, current.exists)
+        if new_text != current.text and not op.skip_touch and new_text:
+            new_text = touch(new_text, current.exists, rfc3339(vault.now()))
+        data = encode(new_text, current.decoded)
+        result = _result(vault, resolved.rel, current, new_text, data, dry_run=op.dry_run)
+        if not result.changed or op.dry_run:
+            return result
+        storage.write_atomic(
+            resolved,
+            data,
+            trash_from=current.data if current.exists else None,
+            state_dir=vault.state_dir,
+        )
+        vault.changed([resolved.rel])
+        if op.reason:
+            vault.commit(op.reason, [resolved.rel], actor)
+        return result
+
+
+def _read_current(resolved: Resolved) -> _Current:
+    if not resolved.abs.exists() and not resolved.abs.is_symlink():
+        return _Current(exists=False, data=b"", decoded=None)
+    if resolved.abs.is_dir():
+        raise NotAFileError(resolved.rel)
+    data, _ = read_limited(resolved, NOTE_LIMIT)
+    return _Current(exists=True, data=data, decoded=decode(data, resolved.rel))
+
+
+def _check_expected(rel: str, expected: str | None, current: _Current) -> None:
+    if expected is None or not expected.strip():
+        return
+    if not current.exists:
+        raise NoteNotFoundError(rel)
+    actual = content_hash(current.data)
+    if not same_hash(expected, actual):
+        raise HashMismatchError(rel, expected.strip(), actual)
+
+
+def _result(
+    vault: Vault, rel: str, current: _Current, new_text: str, data: bytes, *, dry_run: bool
+) -> WriteResult:
+    changed = new_text != current.text or data != current.data
+    if changed and len(data) > NOTE_LIMIT:
+        raise TooLargeError(rel, len(data), NOTE_LIMIT)
+    result = WriteResult(
+        vault=vault.name,
+        path=rel,
+        bytes=len(data),
+        content_hash=content_hash(data),
+        hash_before=content_hash(current.data) if current.exists else "",
+        created=not current.exists,
+        dry_run=dry_run,
+        changed=changed,
+        diff=diff.unified(current.text, new_text, rel, existed=current.exists),
+        text=new_text,
+    )
+    if not changed:
+        result.created = False
+        result.message = NO_CHANGE
+    elif dry_run:
+        result.message = DRY_RUN
+    return result
+
+
+def touch(text: str, existed: bool, now: str) -> str:
+    """Maintain `created`/`updated` (spec §8.4): only where a block exists or the note is new."""
+    split = frontmatter.split(text)
+    if split.yaml_text is None and existed:
+        return text
+    fm = Frontmatter(split.yaml_text)
+    if fm.error:
+        return text  # an unreadable block is kept byte for byte, never rewritten
+    if fm.get("created") in (None, ""):
+        fm.set("created", Rfc3339(now))
+    fm.set("updated", Rfc3339(now))
+    return frontmatter.join(fm.render(), split.body)
+
+
+def edit_frontmatter(text: str, path: str, change: Callable[[Frontmatter], None]) -> str:
+    """Apply `change` to the parsed block of `text` (creating one if absent); body untouched."""
+    split = frontmatter.split(text)
+    fm = Frontmatter(split.yaml_text)
+    if fm.error:
+        raise FrontmatterError(path, fm.error)
+    change(fm)
+    if not fm.dirty:
+        return text
+    return frontmatter.join(fm.render(), split.body)
+
+
+def delete(
+    vault: Vault,
+    path: str,
+    *,
+    expected_hash: str | None = None,
+    dry_run: bool = False,
+    reason: str | None = "",
+    actor: Actor | None = None,
+) -> WriteResult:
+    """Spec §11.2: check the hash, copy to the trash, then remove. Never without a copy."""
+    resolved = vault.resolve_note(path)
+    with vault.lock:
+        current = _read_current(resolved)
+        if not current.exists:
+            raise NoteNotFoundError(resolved.rel)
+        _check_expected(resolved.rel, expected_hash, current)
+        result = WriteResult(
+            vault=vault.name,
+            path=resolved.rel,
+            bytes=0,
+            content_hash=content_hash(current.data),
+            hash_before=content_hash(current.data),
+            deleted=True,
+            dry_run=dry_run,
+            diff=diff.unified(current.text, "", resolved.rel),
+            message=DRY_RUN if dry_run else "moved to .secondbrain/trash",
+        )
+        if dry_run:
+            return result
+        storage.remove_to_trash(resolved, current.data, vault.state_dir)
+        vault.changed([resolved.rel])
+        message = f"note_delete: {resolved.rel}" if reason == "" else reason
+        if message:
+            vault.commit(message, [resolved.rel], actor)
+        return result
+
+
+def move(
+    vault: Vault, source: str, target: str, *, overwrite: bool = False, dry_run: bool = False
+) -> tuple[Resolved, Resolved]:
+    """Rename a note. An overwritten target is copied to the trash first (DESIGN §3).
+
+    No commit here: note_move follows with link updates and one summary commit.
+    """
+    src, dst = vault.resolve_note(source), vault.resolve_note(target)
+    if src.rel == dst.rel:
+        raise InvalidPathError(target, "source and target are the same note")
+    with vault.lock:
+        if not src.abs.is_file():
+            raise NoteNotFoundError(src.rel)
+        if dst.abs.is_dir():
+            raise NotAFileError(dst.rel)
+        existing = dst.abs.is_file()
+        if existing and not overwrite:
+            raise NoteExistsError(dst.rel, "pick another target or pass overwrite")
+        if dry_run:
+            return src, dst
+        displaced = read_limited(dst, ATTACHMENT_LIMIT)[0] if existing else None
+        storage.rename(src, dst, trash_from=displaced, state_dir=vault.state_dir)
+        vault.changed([src.rel, dst.rel])
+        return src, dst
+
+
+def put_attachment(
+    vault: Vault,
+    path: str,
+    data: bytes,
+    *,
+    overwrite: bool = False,
+    actor: Actor | None = None,
+) -> Resolved:
+    """Write a binary attachment (allow-list, 32 MiB); an overwritten file goes to the trash."""
+    resolved = vault.resolve(path)
+    if not resolved.rel.lower().endswith(ATTACHMENT_TYPES):
+        raise AttachmentTypeError(resolved.rel, ATTACHMENT_TYPES)
+    if len(data) > ATTACHMENT_LIMIT:
+        raise TooLargeError(resolved.rel, len(data), ATTACHMENT_LIMIT)
+    with vault.lock:
+        if resolved.abs.is_dir():
+            raise NotAFileError(resolved.rel)
+        existing = resolved.abs.is_file()
+        if existing and not overwrite:
+            raise NoteExistsError(resolved.rel, "pick another path or pass overwrite")
+        previous = read_limited(resolved, ATTACHMENT_LIMIT)[0] if existing else None
+        storage.write_atomic(resolved, data, trash_from=previous, state_dir=vault.state_dir)
+        vault.changed([resolved.rel])
+        vault.commit(f"attachment_put: {resolved.rel}", [resolved.rel], actor)
+        return resolved

@@ -1,0 +1,240 @@
+"""Every failure the vault core reports, each with a stable machine code.
+
+Messages are instructions for the caller (often a model): what happened and
+which call to make instead. No message ever contains an absolute host path.
+
+    VaultError                        code
+    ├── InvalidPathError              invalid_path
+    ├── InvalidVaultNameError         invalid_argument
+    ├── InvalidArgumentError          invalid_argument
+    │   ├── AmbiguousEditError        invalid_argument   (old_string appears N times)
+    │   ├── HeadingNotFoundError      not_found          (no heading matching "…")
+    │   ├── FrontmatterError          invalid_argument   (block is not valid YAML)
+    │   └── UnknownLayoutError        invalid_argument
+    ├── NotFoundError                 not_found
+    │   ├── NoteNotFoundError         not_found
+    │   ├── TemplateNotFoundError     not_found
+    │   └── UnknownRevisionError      not_found
+    ├── ExistsError                   exists
+    │   ├── NoteExistsError           exists
+    │   └── VaultExistsError          exists
+    ├── HashMismatchError             hash_mismatch
+    ├── TooLargeError                 too_large
+    ├── NotAFileError                 invalid_path       (the path is a directory)
+    ├── EncodingError                 invalid_argument   (not UTF-8)
+    ├── AttachmentTypeError           invalid_argument
+    ├── VersioningOffError            versioning_off
+    └── StorageError                  internal           (an OS error, translated)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+NOTE_LIMIT = 4 * 1024 * 1024
+ATTACHMENT_LIMIT = 32 * 1024 * 1024
+
+
+class VaultError(Exception):
+    """Base of every vault-core failure; `code` is stable, `message` is for people."""
+
+    code = "internal"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidPathError(VaultError):
+    code = "invalid_path"
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"invalid path: {path!r}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class InvalidVaultNameError(VaultError):
+    code = "invalid_argument"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"invalid vault name: {name!r}; use 1-64 characters of a-z, 0-9, '_' and '-', "
+            "starting with a letter or digit"
+        )
+        self.name = name
+
+
+class InvalidArgumentError(VaultError):
+    code = "invalid_argument"
+
+
+class AmbiguousEditError(InvalidArgumentError):
+    def __init__(self, count: int) -> None:
+        super().__init__(
+            f"old_string appears {count} times; include more surrounding context so it is "
+            "unique, or pass replace_all to change every occurrence"
+        )
+        self.count = count
+
+
+class HeadingNotFoundError(InvalidArgumentError):
+    code = "not_found"
+
+    def __init__(self, heading: str, path: str) -> None:
+        super().__init__(
+            f'no heading matching "{heading}" in {path}; call note_outline to see its headings'
+        )
+        self.heading = heading
+        self.path = path
+
+
+class FrontmatterError(InvalidArgumentError):
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(
+            f"the frontmatter of {path} is not valid YAML ({detail}); fix the block between "
+            "the --- lines with note_edit, then retry"
+        )
+        self.path = path
+        self.detail = detail
+
+
+class UnknownLayoutError(InvalidArgumentError):
+    def __init__(self, layout: str, known: Iterable[str]) -> None:
+        super().__init__(f"unknown layout: {layout!r}; use one of {', '.join(known)}")
+        self.layout = layout
+
+
+class NotFoundError(VaultError):
+    code = "not_found"
+
+
+class NoteNotFoundError(NotFoundError):
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"note not found: {path}; call note_search or note_list to find the right path"
+        )
+        self.path = path
+
+
+class TemplateNotFoundError(NotFoundError):
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"template not found: {name}; call note_from_template without arguments to list them"
+        )
+        self.name = name
+
+
+class UnknownRevisionError(NotFoundError):
+    def __init__(self, revision: str, detail: str = "") -> None:
+        suffix = f" ({detail})" if detail else ""
+        super().__init__(
+            f"unknown revision: {revision}{suffix}; call note_history for valid revision ids"
+        )
+        self.revision = revision
+
+
+class ExistsError(VaultError):
+    code = "exists"
+
+
+class NoteExistsError(ExistsError):
+    def __init__(self, path: str, hint: str = "read it first or pass overwrite") -> None:
+        super().__init__(f"a note already exists at that path: {path}; {hint}")
+        self.path = path
+
+
+class VaultExistsError(ExistsError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"vault already exists: {name}; pick another name or use it as it is")
+        self.name = name
+
+
+class HashMismatchError(VaultError):
+    code = "hash_mismatch"
+
+    def __init__(self, path: str, expected: str, actual: str) -> None:
+        super().__init__(
+            f"the note changed since it was read: {path} now has content_hash {actual}, "
+            f"not {expected}; call note_read again and redo the change on the current text"
+        )
+        self.path = path
+        self.expected = expected
+        self.actual = actual
+
+
+class TooLargeError(VaultError):
+    code = "too_large"
+
+    def __init__(self, path: str, size: int, limit: int) -> None:
+        super().__init__(
+            f"{path} is {size} bytes, over the limit of {limit} bytes; it is neither read "
+            "nor indexed"
+        )
+        self.path = path
+        self.size = size
+        self.limit = limit
+
+
+class NotAFileError(VaultError):
+    code = "invalid_path"
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"{path} is a directory, not a note; call note_list with prefix={path!r}")
+        self.path = path
+
+
+class EncodingError(VaultError):
+    code = "invalid_argument"
+
+    def __init__(self, path: str, offset: int) -> None:
+        super().__init__(
+            f"{path} is not valid UTF-8 (first bad byte at offset {offset}); it cannot be "
+            "read or edited as a note"
+        )
+        self.path = path
+        self.offset = offset
+
+
+class AttachmentTypeError(VaultError):
+    code = "invalid_argument"
+
+    def __init__(self, path: str, allowed: Iterable[str]) -> None:
+        super().__init__(
+            f"attachment type not allowed: {path}; allowed extensions: {' '.join(allowed)}"
+        )
+        self.path = path
+
+
+class VersioningOffError(VaultError):
+    code = "versioning_off"
+
+    def __init__(self, vault: str, reason: str) -> None:
+        super().__init__(f"versioning is off for this vault: {vault} ({reason})")
+        self.vault = vault
+        self.reason = reason
+
+
+class StorageError(VaultError):
+    """An operating-system failure, translated at the library edge (no host paths)."""
+
+    code = "internal"
+
+    def __init__(self, path: str, what: str) -> None:
+        super().__init__(f"storage error on {path}: {what}")
+        self.path = path
+        self.what = what
+
+
+ERROR_CODES = frozenset(
+    {
+        "invalid_path",
+        "invalid_argument",
+        "not_found",
+        "exists",
+        "hash_mismatch",
+        "too_large",
+        "versioning_off",
+        "internal",
+    }
+)

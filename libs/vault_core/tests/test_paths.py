@@ -1,0 +1,181 @@
+"""Path resolution (spec §9): the eight steps, the dot-segment invariant, symlinks, walk."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vault_core import paths
+from vault_core.errors import InvalidPathError, InvalidVaultNameError
+
+HOSTILE = [
+    ("", "empty"),
+    ("   ", "empty"),
+    ("a\x00b.md", "NUL"),
+    ("/etc/passwd", "absolute"),
+    ("\\etc\\passwd", "absolute"),
+    ("C:\\Windows\\x.md", "absolute"),
+    ("..", "leaves"),
+    ("../x.md", "leaves"),
+    ("a/../../x.md", "leaves"),
+    ("a/../..", "leaves"),
+    ("..\\x.md", "leaves"),
+    ("a//b.md", "empty segment"),
+    (".secondbrain/index.db", "start with '.'"),
+    (".git/config", "start with '.'"),
+    (".obsidian/app.json", "start with '.'"),
+    ("wiki/.hidden.md", "start with '.'"),
+    ("a/../.git/HEAD", "start with '.'"),
+    ("wiki/x\x07.md", "control character"),
+    ("x" * 2000, "longer than"),
+]
+
+
+@pytest.mark.parametrize(("raw", "reason"), HOSTILE)
+def test_a_hostile_path_is_refused_with_its_reason(tmp_path: Path, raw: str, reason: str) -> None:
+    with pytest.raises(InvalidPathError) as caught:
+        paths.resolve(tmp_path, raw)
+    assert reason in caught.value.message
+    assert str(tmp_path) not in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("raw", "rel"),
+    [
+        ("wiki/x.md", "wiki/x.md"),
+        ("  wiki/x.md  ", "wiki/x.md"),
+        ("./wiki/x.md", "wiki/x.md"),
+        ("wiki\\x.md", "wiki/x.md"),
+        ("wiki/sub/../x.md", "wiki/x.md"),
+        ("wiki/./x.md", "wiki/x.md"),
+        ("wiki/", "wiki"),
+        ("Notes with spaces/Ünïcödé 日本語.md", "Notes with spaces/Ünïcödé 日本語.md"),
+    ],
+)
+def test_a_good_path_resolves_vault_relative_with_slashes(
+    tmp_path: Path, raw: str, rel: str
+) -> None:
+    resolved = paths.resolve(tmp_path, raw)
+    assert resolved.rel == rel
+    assert resolved.abs == tmp_path.joinpath(*rel.split("/"))
+
+
+@pytest.mark.parametrize(
+    ("raw", "rel"),
+    [("wiki/x", "wiki/x.md"), ("wiki/x.md", "wiki/x.md"), ("wiki/X.MD", "wiki/X.MD")],
+)
+def test_resolve_note_completes_a_missing_md_extension(tmp_path: Path, raw: str, rel: str) -> None:
+    assert paths.resolve_note(tmp_path, raw).rel == rel
+
+
+def test_a_symlinked_directory_pointing_outside_is_refused(tmp_path: Path) -> None:
+    vault, outside = tmp_path / "vault", tmp_path / "outside"
+    vault.mkdir()
+    outside.mkdir()
+    (outside / "secret.md").write_text("secret")
+    (vault / "link").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(InvalidPathError, match="symbolic link"):
+        paths.resolve(vault, "link/secret.md")
+    with pytest.raises(InvalidPathError, match="symbolic link"):
+        paths.resolve_note(vault, "link/new-note")
+
+
+def test_a_symlinked_file_pointing_outside_is_refused(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (tmp_path / "secret.md").write_text("secret")
+    (vault / "x.md").symlink_to(tmp_path / "secret.md")
+    with pytest.raises(InvalidPathError, match="symbolic link"):
+        paths.resolve(vault, "x.md")
+
+
+def test_a_symlink_inside_the_vault_is_allowed(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path / "real", target_is_directory=True)
+    assert paths.resolve(tmp_path, "alias/x.md").rel == "alias/x.md"
+
+
+def test_a_symlink_loop_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    with pytest.raises(InvalidPathError):
+        paths.resolve(tmp_path, "a/x.md")
+
+
+@pytest.mark.parametrize("name", ["default", "a", "team-notes_2", "0" * 64])
+def test_valid_vault_names_pass(name: str) -> None:
+    assert paths.check_vault_name(name) == name
+
+
+@pytest.mark.parametrize("name", ["", "Default", "-x", "_x", "a b", "a.b", "../x", "0" * 65, "ä"])
+def test_invalid_vault_names_are_refused(name: str) -> None:
+    with pytest.raises(InvalidVaultNameError):
+        paths.check_vault_name(name)
+
+
+def test_walk_skips_dot_directories_and_dot_files(tmp_path: Path) -> None:
+    for rel in ["a.md", "wiki/b.md", "wiki/deep/c.png", ".git/HEAD", ".secondbrain/index.db",
+                "wiki/.obsidian/x.json", ".hidden.md", "wiki/.sbtmp-123"]:  # fmt: skip
+        target = tmp_path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("x")
+    found = sorted(entry.rel for entry in paths.walk(tmp_path))
+    assert found == ["a.md", "wiki/b.md", "wiki/deep/c.png"]
+
+
+def test_walk_reports_size_and_nanosecond_mtime(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("hello")
+    os.utime(tmp_path / "a.md", ns=(1_700_000_000_123_456_789, 1_700_000_000_123_456_789))
+    (entry,) = list(paths.walk(tmp_path))
+    assert entry.size == 5
+    assert entry.mtime_ns == 1_700_000_000_123_456_789
+
+
+def test_walk_does_not_follow_symlinks_out_of_the_vault(tmp_path: Path) -> None:
+    vault, outside = tmp_path / "vault", tmp_path / "outside"
+    vault.mkdir()
+    outside.mkdir()
+    (outside / "secret.md").write_text("x")
+    (vault / "dir-link").symlink_to(outside, target_is_directory=True)
+    (vault / "file-link.md").symlink_to(outside / "secret.md")
+    (vault / "inside.md").write_text("x")
+    (vault / "inside-link.md").symlink_to(vault / "inside.md")
+    assert sorted(e.rel for e in paths.walk(vault)) == ["inside-link.md", "inside.md"]
+
+
+def test_walk_with_a_prefix_only_visits_that_folder(tmp_path: Path) -> None:
+    for rel in ["a.md", "wiki/b.md", "wiki2/c.md"]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x")
+    assert [e.rel for e in paths.walk(tmp_path, "wiki")] == ["wiki/b.md"]
+    assert list(paths.walk(tmp_path, "missing")) == []
+
+
+segment = st.one_of(
+    st.sampled_from(["..", ".", "", ".git", "a", "é", "~", "C:", "out", "in"]),
+    st.text(alphabet=st.sampled_from(list("ab./\\ \x00:~é")), max_size=12),
+)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(raw=st.lists(segment, max_size=6).map("/".join))
+def test_no_generated_path_ever_resolves_outside_the_vault(tmp_path: Path, raw: str) -> None:
+    root = tmp_path / "vault"
+    if not root.exists():
+        root.mkdir()
+        (tmp_path / "outside").mkdir()
+        (root / "out").symlink_to(tmp_path / "outside", target_is_directory=True)
+        (root / "in").symlink_to(root, target_is_directory=True)
+    try:
+        resolved = paths.resolve(root, raw)
+    except InvalidPathError:
+        return
+    real = resolved.abs.resolve()
+    assert real == root.resolve() or root.resolve() in real.parents
+    assert not any(part.startswith(".") for part in resolved.rel.split("/"))
+    assert "\\" not in resolved.rel
+    assert not resolved.rel.startswith("/")

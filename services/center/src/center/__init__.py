@@ -1,0 +1,1 @@
+"""The authorization center: members, grants, tokens, audit."""

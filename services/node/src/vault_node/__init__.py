@@ -1,0 +1,1 @@
+"""The vault node: MCP over HTTP for the vaults on this machine."""

@@ -1,0 +1,171 @@
+"""The `secondbrain` command: manage and inspect the vaults a node serves.
+
+Remote operations (the MCP server, sign-in) arrive with the node service; the
+verbs here work directly on a data directory.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from importlib.metadata import version as package_version
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from vault_core import layouts, paths
+from vault_core.errors import NOTE_LIMIT, VaultError
+from vault_core.note import parse as parse_note
+from vault_core.vault import Vault, read_limited
+
+app = typer.Typer(
+    help="secondbrain: Markdown vaults for AI agents. Verbs that work on a data directory.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+vault_app = typer.Typer(help="Create and check vaults in a data directory.", no_args_is_help=True)
+app.add_typer(vault_app, name="vault")
+console = Console()
+
+DataDir = Annotated[
+    Path,
+    typer.Option(
+        "--data-dir", envvar="SECONDBRAIN_DATA_DIR", help="Folder that holds one folder per vault."
+    ),
+]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
+
+
+@dataclass
+class Report:
+    """What `vault check` found: counts and the notes that need a person's attention."""
+
+    vault: str
+    notes: int = 0
+    attachments: int = 0
+    links: int = 0
+    tags: set[str] = field(default_factory=set)
+    problems: list[dict[str, str]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "vault": self.vault,
+            "notes": self.notes,
+            "attachments": self.attachments,
+            "links": self.links,
+            "tags": len(self.tags),
+            "problems": self.problems,
+        }
+
+
+def check_vault(vault: Vault) -> Report:
+    """Parse every note; report invalid frontmatter, non-UTF-8 and oversized files."""
+    report = Report(vault.name)
+    for entry in vault.walk():
+        if not entry.rel.lower().endswith(".md"):
+            report.attachments += 1
+            continue
+        report.notes += 1
+        try:
+            data, mtime = read_limited(paths.Resolved(entry.rel, entry.abs), NOTE_LIMIT)
+            note = parse_note(entry.rel, data, mtime)
+        except VaultError as exc:
+            report.problems.append({"path": entry.rel, "code": exc.code, "problem": exc.message})
+            continue
+        report.links += len(note.links)
+        report.tags.update(note.tags)
+        if note.frontmatter_error:
+            report.problems.append(
+                {"path": entry.rel, "code": "invalid_argument", "problem": note.frontmatter_error}
+            )
+    return report
+
+
+@app.command()
+def version() -> None:
+    """Print the installed version."""
+    console.print(f"secondbrain {package_version('secondbrain')}")
+
+
+@vault_app.command("create")
+def vault_create(
+    name: Annotated[str, typer.Argument(help="Vault name: a-z, 0-9, '_' and '-', up to 64.")],
+    data_dir: DataDir = Path("data"),
+    layout: Annotated[
+        str, typer.Option(help="wiki-raw, zettelkasten, para or empty.")
+    ] = "wiki-raw",
+) -> None:
+    """Create a vault with a layout's folders, templates and instructions."""
+    created = layouts.create(data_dir, name, layout)
+    console.print(f"created vault [bold]{created.vault}[/] with layout {created.layout}")
+    for directory in created.directories:
+        console.print(f"  {directory}/")
+
+
+@vault_app.command("check")
+def vault_check(
+    name: Annotated[str, typer.Argument(help="The vault to check.")],
+    data_dir: DataDir = Path("data"),
+    as_json: Json = False,
+) -> None:
+    """Parse every note of a vault and list what a person should fix."""
+    root = data_dir / paths.check_vault_name(name)
+    if not root.is_dir():
+        raise VaultCliError(f"unknown vault: {name}; create it with `secondbrain vault create`")
+    report = check_vault(Vault(root, name))
+    print_report(report, as_json=as_json)
+    if report.problems:
+        raise typer.Exit(1)
+
+
+@app.command()
+def up(data_dir: DataDir = Path("data"), as_json: Json = False) -> None:
+    """Prepare the embedded default: a data directory with a `default` vault, checked."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    root = data_dir / "default"
+    if not root.exists():
+        layouts.create(data_dir, "default", "wiki-raw")
+    report = check_vault(Vault(root, "default"))
+    print_report(report, as_json=as_json)
+    if not as_json:
+        console.print(
+            "The vault core is ready. The MCP server (secondbrain serve) and the "
+            "authorization center come with the node and center services."
+        )
+
+
+class VaultCliError(Exception):
+    """A CLI usage problem with a message for the person at the terminal."""
+
+
+def print_report(report: Report, *, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
+        return
+    table = Table(title=f"vault {report.vault}")
+    for column in ("notes", "attachments", "links", "tags", "problems"):
+        table.add_column(column, justify="right")
+    row = report.as_dict()
+    table.add_row(
+        *(str(row[c]) for c in ("notes", "attachments", "links", "tags")), str(len(report.problems))
+    )
+    console.print(table)
+    for problem in report.problems:
+        console.print(f"[yellow]{problem['path']}[/]: {problem['problem']}")
+
+
+def main() -> None:
+    """Entry point: domain errors become one readable line and exit code 2."""
+    try:
+        app()  # standalone: usage errors, --help and exit codes are typer's
+    except (VaultError, VaultCliError) as exc:
+        console.print(f"[red]error:[/] {exc}", highlight=False)
+        sys.exit(2)
+    except Exception as exc:  # noqa: BLE001 — CLI main is a boundary: one line, no traceback
+        console.print(f"[red]error:[/] {type(exc).__name__}: {exc}", highlight=False)
+        sys.exit(1)

@@ -1,0 +1,65 @@
+"""The `secondbrain` CLI as a user runs it: a subprocess against a data directory."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CLI = [sys.executable, "-c", "from vault_node.cli import main; main()"]
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_up_creates_and_checks_the_default_vault(tmp_path: Path) -> None:
+    result = run("up", "--data-dir", "data", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["vault"] == "default"
+    assert report["problems"] == []
+    assert (tmp_path / "data/default/.secondbrain/instructions.md").is_file()
+    again = run("up", "--data-dir", "data", "--json", cwd=tmp_path)
+    assert again.returncode == 0
+    assert json.loads(again.stdout) == report
+
+
+def test_vault_check_lists_broken_notes_and_exits_nonzero(tmp_path: Path) -> None:
+    assert run("vault", "create", "team", "--data-dir", "d", cwd=tmp_path).returncode == 0
+    (tmp_path / "d/team/wiki/bad.md").write_text("---\ntitle: [oops\n---\nbody\n")
+    (tmp_path / "d/team/wiki/latin1.md").write_bytes(b"caf\xe9\n")
+    result = run("vault", "check", "team", "--data-dir", "d", "--json", cwd=tmp_path)
+    assert result.returncode == 1
+    problems = {p["path"]: p["code"] for p in json.loads(result.stdout)["problems"]}
+    assert problems == {"wiki/bad.md": "invalid_argument", "wiki/latin1.md": "invalid_argument"}
+    assert str(tmp_path) not in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("vault", "create", "Bad Name"), "invalid vault name"),
+        (("vault", "create", "x", "--layout", "nope"), "unknown layout"),
+        (("vault", "check", "missing"), "unknown vault"),
+    ],
+)
+def test_bad_input_gets_one_clear_line_and_exit_code_2(
+    tmp_path: Path, args: tuple[str, ...], message: str
+) -> None:
+    result = run(*args, "--data-dir", "d", cwd=tmp_path)
+    assert result.returncode == 2
+    assert message in result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_creating_an_existing_vault_is_refused(tmp_path: Path) -> None:
+    assert run("vault", "create", "x", "--data-dir", "d", cwd=tmp_path).returncode == 0
+    result = run("vault", "create", "x", "--data-dir", "d", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "already exists" in result.stdout
