@@ -142,7 +142,7 @@ class Frontmatter:
 
     def plain(self) -> dict[str, Any]:
         """The fields as JSON-ready values (timestamps as RFC 3339 strings)."""
-        return {str(k): _to_plain(v) for k, v in self._fields().items()}
+        return {str(k): plain_value(v) for k, v in self._fields().items()}
 
     def render(self) -> str:
         """The YAML text between the delimiters; unchanged source when nothing changed."""
@@ -184,10 +184,10 @@ def _string_items(value: Any, *, split_commas: bool) -> Iterable[str]:
     if value is None:
         return []
     if isinstance(value, list | tuple):
-        return [str(_to_plain(v)) for v in value if _is_scalar(v)]
+        return [str(plain_value(v)) for v in value if _is_scalar(v)]
     if not _is_scalar(value):
         return []
-    text = str(_to_plain(value))
+    text = str(plain_value(value))
     return text.split(",") if split_commas else [text]
 
 
@@ -195,16 +195,17 @@ def _is_scalar(value: Any) -> bool:
     return isinstance(value, str | int | float | bool | dt.date)
 
 
-def _to_plain(value: Any) -> Any:
+def plain_value(value: Any) -> Any:
+    """A YAML value as JSON-ready data: timestamps become RFC 3339 strings."""
     if isinstance(value, dt.datetime):
         text = value.isoformat()
         return text[:-6] + "Z" if text.endswith("+00:00") else text
     if isinstance(value, dt.date):
         return value.isoformat()
     if isinstance(value, dict):
-        return {str(k): _to_plain(v) for k, v in value.items()}
+        return {str(k): plain_value(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_to_plain(v) for v in value]
+        return [plain_value(v) for v in value]
     if isinstance(value, str):
         return str(value)
     return value

@@ -71,7 +71,14 @@ def lines(body: str) -> Iterator[Line]:
     """Every body line with a flag saying whether it is fenced code."""
     fence: tuple[str, int, int] | None = None  # (char, length, quote depth)
     for number, raw in enumerate(body.split("\n")):
-        text = raw.rstrip("\r")
+        text = raw[:-1] if raw.endswith("\r") else raw
+        head = text.lstrip(" \t")[:1]
+        if fence is None and head not in ("`", "~", ">"):
+            yield Line(number, text, code=False)  # the common case, without a regex
+            continue
+        if fence is not None and fence[2] == 0 and head != fence[0]:
+            yield Line(number, text, code=True)
+            continue
         prefix = _QUOTE_PREFIX.match(text)
         depth = prefix.group(1).count(">") if prefix else 0
         rest = text[prefix.end() :] if prefix else text
@@ -111,10 +118,10 @@ def parse(body: str, line_offset: int = 0) -> Structure:
         if line.code:
             continue
         file_line = line.number + line_offset + 1
-        heading = HEADING.match(line.text)
+        heading = HEADING.match(line.text) if line.text.startswith("#") else None
         if heading:
             found.headings.append(Heading(len(heading.group(1)), heading.group(2), file_line))
-        task = TASK.match(line.text)
+        task = TASK.match(line.text) if "[" in line.text else None
         if task:
             found.tasks.append(Task(file_line, task.group(3), task.group(2) != " ", task.group(1)))
         visible = strip_code_spans(line.text)

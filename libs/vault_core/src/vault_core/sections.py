@@ -123,6 +123,7 @@ def collapse_blank_lines(body: str) -> str:
     """Runs of three or more blank lines become two, outside code; end with exactly one \\n."""
     out: list[str] = []
     blanks = 0
+    raw_lines = body.split("\n")  # kept raw: a mixed-ending note keeps its \r\n lines
     for line in markdown.lines(body):
         if not line.code and not line.text.strip():
             blanks += 1
@@ -130,7 +131,7 @@ def collapse_blank_lines(body: str) -> str:
                 continue
         else:
             blanks = 0
-        out.append(line.text)
+        out.append(raw_lines[line.number])
     while out and not out[-1].strip():
         out.pop()
     return "\n".join(out) + "\n" if out else ""
@@ -145,11 +146,11 @@ def string_edit(
     path: str = "the note",
 ) -> tuple[str, int]:
     """Replace `old` exactly; refuse it empty, identical, missing or ambiguous (no replace_all)."""
+    old, new = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
     if old == "":
         raise InvalidArgumentError("old_string is empty; copy the exact text to replace")
     if old == new:
         raise InvalidArgumentError("old_string and new_string are identical; nothing changes")
-    old, new = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
     count = text.count(old)
     if count == 0:
         raise NotFoundError(

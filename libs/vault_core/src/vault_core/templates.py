@@ -12,6 +12,7 @@ import re
 import unicodedata
 
 from vault_core.errors import InvalidArgumentError
+from vault_core.paths import clean
 from vault_core.vault import rfc3339
 
 TEMPLATE_DIR = "templates"
@@ -51,8 +52,8 @@ def render(template: str, title: str, now: dt.datetime) -> str:
 
 
 def template_path(name: str) -> str:
-    """`meeting` or `meeting.md` → `templates/meeting.md`."""
-    name = name.strip()
+    """`meeting` or `meeting.md` → `templates/meeting.md`; `..` and dot segments refused."""
+    name = clean(name)
     return posixpath.join(TEMPLATE_DIR, name if name.lower().endswith(".md") else name + ".md")
 
 
@@ -78,7 +79,7 @@ def daily_heading(day: dt.date) -> str:
 
 def parse_day(text: str) -> dt.date:
     """`YYYY-MM-DD` only, and a real calendar day."""
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text.strip()):
+    if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text.strip()):
         raise InvalidArgumentError(f"date must be YYYY-MM-DD, e.g. 2026-01-31; got {text!r}")
     try:
         return dt.date.fromisoformat(text.strip())

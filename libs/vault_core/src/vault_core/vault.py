@@ -55,7 +55,9 @@ class WriteHook(Protocol):
 
 
 def rfc3339(moment: dt.datetime) -> str:
-    """Seconds precision, `Z` for UTC: `2026-11-30T05:00:00Z`."""
+    """Seconds precision, `Z` for UTC: `2026-11-30T05:00:00Z`; naive times count as UTC."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
     text = moment.isoformat(timespec="seconds")
     return text[:-6] + "Z" if text.endswith("+00:00") else text
 

@@ -1,0 +1,209 @@
+"""Answers from the index alone: stats, tags, the link graph, related notes, tasks, review.
+
+Each function is one or a few SQL queries on a reader connection (spec §10.6,
+§13.1, §13.2, §13.5-§13.7); none reads a note from disk.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from vault_core.index import Index
+from vault_core.search import like_escape, modified, tags_of
+
+REVIEW_CATEGORIES = ("stub", "orphan", "broken_link", "stale", "open_task")
+_ORPHAN = (
+    "n.is_note = 1"
+    " AND NOT EXISTS (SELECT 1 FROM links l WHERE l.resolved = n.path AND l.src != n.path)"
+    " AND NOT EXISTS (SELECT 1 FROM links l WHERE l.src = n.path AND l.resolved != ''"
+    " AND l.resolved != n.path)"
+)
+
+
+def stats(index: Index) -> dict[str, Any]:
+    """Spec §13.1 `vault_stats`: counts, broken links, orphans, open tasks, top tags."""
+    with index.reading() as conn:
+        notes, attachments, words, size, last = conn.execute(
+            "SELECT coalesce(sum(is_note), 0), coalesce(sum(1 - is_note), 0),"
+            " coalesce(sum(words), 0), coalesce(sum(size), 0), max(mtime) FROM notes"
+        ).fetchone()
+        links, broken = conn.execute(
+            "SELECT count(*), coalesce(sum(resolved = ''), 0) FROM links"
+        ).fetchone()
+        (orphans,) = conn.execute(f"SELECT count(*) FROM notes n WHERE {_ORPHAN}").fetchone()
+        (open_tasks,) = conn.execute("SELECT count(*) FROM tasks WHERE done = 0").fetchone()
+        top = conn.execute(
+            "SELECT tag, count(DISTINCT path) AS c FROM tags GROUP BY tag ORDER BY c DESC, tag"
+        ).fetchall()
+    return {
+        "notes": notes, "attachments": attachments, "words": words, "bytes": size,
+        "tags": len(top), "links": links, "broken_links": broken, "orphans": orphans,
+        "open_tasks": open_tasks, "last_modified": modified(last) if last else "",
+        "top_tags": [f"{tag} ({count})" for tag, count in top[:10]],
+    }  # fmt: skip
+
+
+def tag_list(index: Index, prefix: str = "", limit: int = 200) -> list[dict[str, Any]]:
+    """Tags with their note counts, most used first, ties alphabetical."""
+    wanted = prefix.strip().lstrip("#").lower()
+    with index.reading() as conn:
+        rows = conn.execute(
+            r"SELECT tag, count(DISTINCT path) AS c FROM tags WHERE tag LIKE ? ESCAPE '\'"
+            " GROUP BY tag ORDER BY c DESC, tag LIMIT ?",
+            (like_escape(wanted) + "%", limit),
+        ).fetchall()
+    return [{"tag": tag, "notes": count} for tag, count in rows]
+
+
+def backlinks(index: Index, path: str) -> dict[str, list[dict[str, Any]]]:
+    """Incoming and outgoing links of a path, and its broken outgoing links."""
+    with index.reading() as conn:
+        incoming = conn.execute(
+            "SELECT l.src, coalesce(n.title, ''), l.target, l.anchor FROM links l"
+            " LEFT JOIN notes n ON n.path = l.src WHERE l.resolved = ? AND l.src != ?"
+            " ORDER BY l.src, l.rowid",
+            (path, path),
+        ).fetchall()
+        outgoing = conn.execute(
+            "SELECT l.resolved, coalesce(n.title, ''), l.target, l.anchor FROM links l"
+            " LEFT JOIN notes n ON n.path = l.resolved WHERE l.src = ? ORDER BY l.rowid",
+            (path,),
+        ).fetchall()
+
+    def shape(rows: list[tuple[str, str, str, str]]) -> list[dict[str, Any]]:
+        return [{"path": p, "title": t, "target": tg, "anchor": a} for p, t, tg, a in rows]
+
+    broken = [{"target": tg, "anchor": a} for p, _t, tg, a in outgoing if not p]
+    return {"incoming": shape(incoming), "outgoing": shape([r for r in outgoing if r[0]]),
+            "broken": broken}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Related:
+    path: str
+    title: str
+    score: float
+    tags: list[str]
+    modified: str
+    bytes: int
+
+
+def related(index: Index, path: str, limit: int = 10) -> list[Related]:
+    """Spec §10.6: rare shared tags 6.0, links out 3.0, links in 3.0, co-citation 1.5."""
+    scores: defaultdict[str, float] = defaultdict(float)
+    with index.reading() as conn:
+        for other, weight in conn.execute(
+            "SELECT t2.path, 1.0 / (SELECT count(DISTINCT t3.path) FROM tags t3"
+            " WHERE t3.tag = t1.tag) FROM tags t1"
+            " JOIN tags t2 ON t2.tag = t1.tag AND t2.path != t1.path WHERE t1.path = ?",
+            (path,),
+        ):
+            scores[other] += 6.0 * weight
+        for (other,) in conn.execute(
+            "SELECT resolved FROM links WHERE src = ? AND resolved NOT IN ('', ?)", (path, path)
+        ):
+            scores[other] += 3.0
+        for (other,) in conn.execute(
+            "SELECT src FROM links WHERE resolved = ? AND src != ?", (path, path)
+        ):
+            scores[other] += 3.0
+        for (other,) in conn.execute(
+            "SELECT DISTINCT b.src FROM links a JOIN links b ON b.resolved = a.resolved"
+            " WHERE a.src = ? AND a.resolved NOT IN ('', ?) AND b.src != ?",
+            (path, path, path),
+        ):
+            scores[other] += 1.5
+        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+        return _related_rows(conn, ranked, limit)
+
+
+def _related_rows(conn: Any, ranked: list[tuple[str, float]], limit: int) -> list[Related]:
+    found = []
+    for other, score in ranked:
+        row = conn.execute(
+            "SELECT title, mtime, size FROM notes WHERE path = ? AND is_note = 1", (other,)
+        ).fetchone()
+        if row is None:
+            continue
+        found.append(Related(other, row[0], round(score, 4), [], modified(row[1]), row[2]))
+        if len(found) >= limit:
+            break
+    tags = tags_of(conn, [r.path for r in found])
+    return [Related(r.path, r.title, r.score, tags.get(r.path, []), r.modified, r.bytes)
+            for r in found]  # fmt: skip
+
+
+def tasks(
+    index: Index, *, include_done: bool = False, prefix: str = "", contains: str = "",
+    limit: int = 100,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """Tasks sorted by path and line; line numbers count the frontmatter (spec §13.6)."""
+    clause, params = ["1 = 1"], []
+    if not include_done:
+        clause.append("t.done = 0")
+    if prefix.strip():
+        clause.append(r"t.path LIKE ? ESCAPE '\'")
+        params.append(like_escape(prefix.strip().strip("/")) + "/%")
+    if contains:
+        clause.append(r"lower(t.text) LIKE ? ESCAPE '\'")
+        params.append("%" + like_escape(contains.lower()) + "%")
+    with index.reading() as conn:
+        rows = conn.execute(
+            "SELECT t.path, t.line, t.text, t.done, coalesce(n.title, '') FROM tasks t"
+            f" LEFT JOIN notes n ON n.path = t.path WHERE {' AND '.join(clause)}"
+            " ORDER BY t.path, t.line LIMIT ?",
+            [*params, limit],
+        ).fetchall()
+    return [{"path": p, "line": ln, "text": tx, "done": bool(d), "note_title": tt}
+            for p, ln, tx, d, tt in rows]  # fmt: skip
+
+
+def review(
+    index: Index, *, stale_before_ns: int, limit: int = 15, only: str | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """Spec §13.5 `vault_review`: each category from its own query."""
+    chosen = [only] if only else list(REVIEW_CATEGORIES)
+    queries = {
+        "stub": ("SELECT path, title, 'smaller than 300 bytes', size FROM notes"
+                 " WHERE is_note = 1 AND size < 300 ORDER BY size, path LIMIT ?", ()),
+        "orphan": (f"SELECT n.path, n.title, 'no links in or out', '' FROM notes n WHERE {_ORPHAN}"
+                   " ORDER BY n.path LIMIT ?", ()),
+        "broken_link": ("SELECT l.src, coalesce(n.title, ''), 'link target not found', l.target"
+                        " FROM links l LEFT JOIN notes n ON n.path = l.src WHERE l.resolved = ''"
+                        " ORDER BY l.src, l.rowid LIMIT ?", ()),
+        "stale": ("SELECT path, title, 'not modified since', mtime FROM notes"
+                  " WHERE is_note = 1 AND mtime < ? ORDER BY mtime, path LIMIT ?",
+                  (stale_before_ns,)),
+        "open_task": ("SELECT t.path, coalesce(n.title, ''), 'open task', t.text FROM tasks t"
+                      " LEFT JOIN notes n ON n.path = t.path WHERE t.done = 0"
+                      " ORDER BY t.path, t.line LIMIT ?", ()),
+    }  # fmt: skip
+    items: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    with index.reading() as conn:
+        for category in chosen:
+            sql, params = queries[category]
+            for path, title, reason, raw in conn.execute(sql, (*params, limit)):
+                detail = modified(raw) if category == "stale" else str(raw)
+                items[category].append(
+                    {"path": path, "title": title, "reason": reason, "detail": detail}
+                )
+    return {category: items.get(category, []) for category in chosen}
+
+
+def attachments(
+    index: Index, prefix: str = "attachments", limit: int = 100
+) -> list[dict[str, Any]]:
+    """Attachments under `prefix` with the number of notes whose links resolve to each."""
+    wanted = prefix.strip().strip("/")
+    with index.reading() as conn:
+        rows = conn.execute(
+            "SELECT n.path, n.size, n.mtime,"
+            " (SELECT count(DISTINCT l.src) FROM links l WHERE l.resolved = n.path)"
+            r" FROM notes n WHERE n.is_note = 0 AND (? = '' OR n.path LIKE ? ESCAPE '\')"
+            " ORDER BY n.path LIMIT ?",
+            (wanted, like_escape(wanted) + "/%", limit),
+        ).fetchall()
+    return [{"path": p, "bytes": b, "modified": modified(m), "references": r}
+            for p, b, m, r in rows]  # fmt: skip

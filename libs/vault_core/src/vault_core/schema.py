@@ -1,0 +1,79 @@
+"""The index schema: spec §10.1 as written, plus two additions for link resolution.
+
+`links.key` and the `names` table let a change to one note re-resolve only the
+links that could point to it, so a write costs the same at 100 or 50,000 notes.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = "2"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+
+CREATE TABLE IF NOT EXISTS notes (
+    path     TEXT PRIMARY KEY,
+    title    TEXT NOT NULL DEFAULT '',
+    mtime    INTEGER NOT NULL DEFAULT 0,
+    size     INTEGER NOT NULL DEFAULT 0,
+    hash     TEXT NOT NULL DEFAULT '',
+    created  TEXT NOT NULL DEFAULT '',
+    updated  TEXT NOT NULL DEFAULT '',
+    is_note  INTEGER NOT NULL DEFAULT 1,
+    words    INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
+    path UNINDEXED, title, body,
+    tokenize = "unicode61 remove_diacritics 2"
+);
+
+CREATE TABLE IF NOT EXISTS tags (path TEXT NOT NULL, tag TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS tags_tag  ON tags(tag);
+CREATE INDEX IF NOT EXISTS tags_path ON tags(path);
+
+CREATE TABLE IF NOT EXISTS links (
+    src      TEXT NOT NULL,
+    target   TEXT NOT NULL,
+    anchor   TEXT NOT NULL DEFAULT '',
+    alias    TEXT NOT NULL DEFAULT '',
+    wiki     INTEGER NOT NULL DEFAULT 1,
+    resolved TEXT NOT NULL DEFAULT '',
+    key      TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS links_src      ON links(src);
+CREATE INDEX IF NOT EXISTS links_resolved ON links(resolved);
+CREATE INDEX IF NOT EXISTS links_key      ON links(key);
+
+CREATE TABLE IF NOT EXISTS headings (
+    path TEXT NOT NULL, level INTEGER NOT NULL,
+    text TEXT NOT NULL, line INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS headings_path ON headings(path);
+
+CREATE TABLE IF NOT EXISTS aliases (path TEXT NOT NULL, alias TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS aliases_alias ON aliases(alias);
+
+CREATE TABLE IF NOT EXISTS tasks (
+    path TEXT NOT NULL, line INTEGER NOT NULL,
+    text TEXT NOT NULL, done INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tasks_path ON tasks(path);
+
+CREATE TABLE IF NOT EXISTS embeddings (
+    path    TEXT NOT NULL,
+    chunk   INTEGER NOT NULL,
+    model   TEXT NOT NULL,
+    heading TEXT NOT NULL DEFAULT '',
+    vector  BLOB NOT NULL,
+    PRIMARY KEY (path, chunk, model)
+);
+
+CREATE TABLE IF NOT EXISTS names (
+    name TEXT NOT NULL,
+    kind INTEGER NOT NULL,
+    path TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS names_name ON names(name, kind);
+CREATE INDEX IF NOT EXISTS names_path ON names(path);
+"""

@@ -1,0 +1,173 @@
+"""Full-text search over the index (spec §10.5): FTS5, BM25 with the title weighted 8:1.
+
+Plain words are quoted and AND-ed; input that already speaks FTS5 syntax passes
+through, and a syntax error becomes a message a model can act on.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import sqlite3
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from vault_core import paths
+from vault_core.errors import InvalidArgumentError, StorageError
+from vault_core.frontmatter import normalize_tag
+from vault_core.index import Index
+
+_FTS_SYNTAX = re.compile(r'["*():]| OR | NOT ')
+
+
+@dataclass(frozen=True)
+class Hit:
+    path: str
+    title: str
+    score: float
+    snippet: str
+    tags: list[str]
+    modified: str
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What narrows a search besides the text. Tags are AND-ed; `tag` also finds `tag/sub`."""
+
+    tags: Sequence[str] = ()
+    prefix: str = ""
+    glob: str = ""
+    modified_after_ns: int | None = None
+
+
+@dataclass
+class Results:
+    total: int
+    hits: list[Hit] = field(default_factory=list)
+
+
+def fts_query(text: str) -> str:
+    """Quote each word and AND them, unless the input already uses FTS5 syntax."""
+    text = text.strip()
+    if _FTS_SYNTAX.search(text):
+        return text
+    return " AND ".join('"' + word.replace('"', '""') + '"' for word in text.split())
+
+
+def modified(mtime_ns: int) -> str:
+    """A file's mtime as RFC 3339 UTC with seconds."""
+    moment = dt.datetime.fromtimestamp(mtime_ns / 1e9, dt.UTC)
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def search(
+    index: Index, query: str = "", filters: Filters | None = None, limit: int = 25, offset: int = 0
+) -> Results:
+    """Notes matching `query` (ranked by BM25) and the filters (newest first without a query)."""
+    filters = filters or Filters()
+    where, params = _where(filters)
+    text = fts_query(query)
+    with index.reading() as conn:
+        try:
+            if text:
+                return _ranked(conn, text, where, params, limit=limit, offset=offset)
+            return _recent(conn, where, params, limit=limit, offset=offset)
+        except sqlite3.OperationalError as exc:
+            if not _is_query_error(exc):
+                raise StorageError("index", str(exc)) from exc
+            raise _readable(query, exc) from exc
+
+
+def _ranked(
+    conn: sqlite3.Connection, text: str, where: list[str], params: list[object], *, limit: int,
+    offset: int,
+) -> Results:  # fmt: skip
+    clause = " AND ".join(["notes_fts MATCH ?", "n.is_note = 1", *where])
+    source = f"FROM notes_fts JOIN notes n ON n.rowid = notes_fts.rowid WHERE {clause}"
+    (total,) = conn.execute(f"SELECT count(*) {source}", [text, *params]).fetchone()
+    rows = conn.execute(
+        f"SELECT n.path, n.title, -bm25(notes_fts, 8.0, 1.0) AS score,"
+        f" snippet(notes_fts, 2, '<<', '>>', ' … ', 24), n.mtime, n.size {source}"
+        " ORDER BY bm25(notes_fts, 8.0, 1.0), n.path LIMIT ? OFFSET ?",
+        [text, *params, limit, offset],
+    ).fetchall()
+    return Results(total, _hits(conn, rows))
+
+
+def _recent(
+    conn: sqlite3.Connection, where: list[str], params: list[object], *, limit: int, offset: int
+) -> Results:
+    clause = " AND ".join(["n.is_note = 1", *where])
+    (total,) = conn.execute(f"SELECT count(*) FROM notes n WHERE {clause}", params).fetchone()
+    rows = conn.execute(
+        f"SELECT n.path, n.title, 0.0, '', n.mtime, n.size FROM notes n WHERE {clause}"
+        " ORDER BY n.mtime DESC, n.path LIMIT ? OFFSET ?",
+        [*params, limit, offset],
+    ).fetchall()
+    return Results(total, _hits(conn, rows))
+
+
+def _where(filters: Filters) -> tuple[list[str], list[object]]:
+    where: list[str] = []
+    params: list[object] = []
+    if filters.prefix.strip():
+        prefix = paths.clean(filters.prefix)
+        where.append(r"n.path LIKE ? ESCAPE '\'")
+        params.append(like_escape(prefix) + "/%")
+    if filters.glob.strip():
+        where.append("n.path GLOB ?")
+        params.append(filters.glob.strip())
+    if filters.modified_after_ns is not None:
+        where.append("n.mtime >= ?")
+        params.append(filters.modified_after_ns)
+    for tag in filters.tags:
+        wanted = normalize_tag(tag)
+        if wanted:
+            where.append(
+                "EXISTS (SELECT 1 FROM tags t WHERE t.path = n.path"
+                r" AND (t.tag = ? OR t.tag LIKE ? ESCAPE '\'))"
+            )
+            params += [wanted, like_escape(wanted) + "/%"]
+    return where, params
+
+
+def _hits(conn: sqlite3.Connection, rows: list[tuple]) -> list[Hit]:  # type: ignore[type-arg]
+    tags = tags_of(conn, [row[0] for row in rows])
+    return [
+        Hit(path, title, round(score, 4), snippet, tags.get(path, []), modified(mtime), size)
+        for path, title, score, snippet, mtime, size in rows
+    ]
+
+
+def tags_of(conn: sqlite3.Connection, note_paths: Sequence[str]) -> dict[str, list[str]]:
+    """The tags of these paths, in one query per 500 paths."""
+    found: dict[str, list[str]] = defaultdict(list)
+    for start in range(0, len(note_paths), 500):
+        chunk = note_paths[start : start + 500]
+        marks = ", ".join("?" * len(chunk))
+        for path, tag in conn.execute(
+            f"SELECT path, tag FROM tags WHERE path IN ({marks}) ORDER BY rowid",
+            chunk,
+        ):
+            found[path].append(tag)
+    return found
+
+
+def like_escape(text: str) -> str:
+    """Escape LIKE wildcards so a path or tag matches literally (with ESCAPE '\\')."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _is_query_error(exc: sqlite3.OperationalError) -> bool:
+    message = str(exc).lower()
+    return any(word in message for word in ("fts5", "syntax", "no such column", "unterminated"))
+
+
+def _readable(query: str, exc: sqlite3.OperationalError) -> InvalidArgumentError:
+    detail = str(exc).removeprefix("fts5: ")
+    return InvalidArgumentError(
+        f"the search query {query!r} is not valid FTS5 syntax ({detail}); close every quote "
+        'and parenthesis, or search plain words without " * ( ) : so they are matched as words'
+    )
