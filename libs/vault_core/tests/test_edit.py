@@ -18,9 +18,9 @@ from vault_core.errors import (
     FrontmatterError,
     HashMismatchError,
     InvalidPathError,
+    NotAFileError,
     NoteExistsError,
     NoteNotFoundError,
-    NotAFileError,
     TooLargeError,
 )
 from vault_core.testing import make_vault, snapshot
@@ -81,7 +81,9 @@ def test_a_note_without_frontmatter_gets_none_from_an_edit(tmp_path: Path) -> No
 
 
 def test_a_note_with_frontmatter_gets_updated_and_keeps_created(tmp_path: Path) -> None:
-    vault = make_vault(tmp_path, {"x.md": "---\ntitle: X  # mine\ncreated: 2020-01-01\n---\nbody\n"})
+    vault = make_vault(
+        tmp_path, {"x.md": "---\ntitle: X  # mine\ncreated: 2020-01-01\n---\nbody\n"}
+    )
     edit.apply(vault, WriteOp("x.md", append("more\n")))
     assert (vault.root / "x.md").read_text() == (
         f"---\ntitle: X  # mine\ncreated: 2020-01-01\nupdated: {NOW}\n---\nbody\nmore\n"
@@ -146,7 +148,7 @@ def test_an_overwrite_puts_the_old_bytes_in_the_trash_and_leaves_no_temp_file(
     (copy,) = trash_files(vault)
     assert copy.read_bytes() == b"old\n"
     assert copy.name.endswith("-wiki__x.md")
-    assert not [p for p in vault.root.rglob(".sbtmp-*")]
+    assert not list(vault.root.rglob(".sbtmp-*"))
 
 
 def test_two_copies_of_one_note_in_the_same_instant_both_survive(tmp_path: Path) -> None:
@@ -159,7 +161,9 @@ def test_two_copies_of_one_note_in_the_same_instant_both_survive(tmp_path: Path)
 def test_crlf_and_bom_survive_an_edit(tmp_path: Path) -> None:
     vault = make_vault(tmp_path, {"x.md": "\ufeffline one\r\nline two\r\n".encode()})
     result = edit.apply(vault, WriteOp("x.md", append("line three\n")))
-    assert (vault.root / "x.md").read_bytes() == "\ufeffline one\r\nline two\r\nline three\r\n".encode()
+    assert (
+        vault.root / "x.md"
+    ).read_bytes() == "\ufeffline one\r\nline two\r\nline three\r\n".encode()
     added = [ln for ln in result.diff.splitlines() if ln.startswith("+") and ln[:3] != "+++"]
     assert added == ["+line three"]
 
@@ -327,7 +331,7 @@ def test_move_into_a_new_folder_and_a_dry_run_that_moves_nothing(tmp_path: Path)
 
 
 def test_put_attachment_checks_type_and_size_and_trashes_an_overwrite(vault: Vault) -> None:
-    with pytest.raises(AttachmentTypeError, match=".png"):
+    with pytest.raises(AttachmentTypeError, match=r"\.png"):
         edit.put_attachment(vault, "attachments/run.sh", b"#!/bin/sh")
     with pytest.raises(TooLargeError):
         edit.put_attachment(vault, "attachments/big.pdf", b"x" * (ATTACHMENT_LIMIT + 1))

@@ -44,11 +44,15 @@ from vault_core.errors import (
     VersioningOffError,
 )
 from vault_core.frontmatter import Frontmatter
+from vault_core.gitstore import GitStore, Identity, Revision
+from vault_core.index import Index, ReconcileStats
+from vault_core.library import Library, OpenVault, Settings
 from vault_core.markdown import Heading, Link, Task
 from vault_core.note import Note, parse
 from vault_core.paths import Entry, Resolved, check_vault_name
 from vault_core.text import content_hash
 from vault_core.vault import ATTACHMENT_TYPES, Actor, Vault, WriteHook
+from vault_core.watch import Watcher
 
 __all__ = [
     "ATTACHMENT_LIMIT",
@@ -65,19 +69,27 @@ __all__ = [
     "ExistsError",
     "Frontmatter",
     "FrontmatterError",
+    "GitStore",
     "HashMismatchError",
     "Heading",
     "HeadingNotFoundError",
+    "Identity",
+    "Index",
     "InvalidArgumentError",
     "InvalidPathError",
     "InvalidVaultNameError",
+    "Library",
     "Link",
     "NotAFileError",
     "NotFoundError",
     "Note",
     "NoteExistsError",
     "NoteNotFoundError",
+    "OpenVault",
+    "ReconcileStats",
     "Resolved",
+    "Revision",
+    "Settings",
     "StorageError",
     "Task",
     "TemplateNotFoundError",
@@ -88,6 +100,7 @@ __all__ = [
     "VaultError",
     "VaultExistsError",
     "VersioningOffError",
+    "Watcher",
     "WriteHook",
     "WriteOp",
     "WriteResult",

@@ -9,14 +9,15 @@ from __future__ import annotations
 import datetime as dt
 import io
 import re
-import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
+
+from vault_core import yamlread
 
 _OPEN = ("---\n", "---\r\n")
 _CLOSERS = ("---", "...")
@@ -36,18 +37,6 @@ def _yaml() -> YAML:
         Rfc3339, lambda rep, data: rep.represent_scalar("tag:yaml.org,2002:timestamp", str(data))
     )
     return yaml
-
-
-_local = threading.local()
-
-
-def _safe_yaml() -> YAML:
-    # One loader per thread: YAML objects are not thread-safe and cost to build.
-    loader: YAML | None = getattr(_local, "safe", None)
-    if loader is None:
-        loader = YAML(typ="safe", pure=False)
-        _local.safe = loader
-    return loader
 
 
 @dataclass(frozen=True)
@@ -85,8 +74,8 @@ def split(text: str) -> Split:
 class Frontmatter:
     """The parsed block. `error` is set (and the fields empty) when the YAML is unusable.
 
-    Reading uses ruamel's C-accelerated safe loader; the round-trip model that
-    keeps comments and order is built only when a field changes.
+    Reading uses libyaml (`yamlread`); ruamel's round-trip model, which keeps
+    comments and order, is built only when a field changes.
     """
 
     def __init__(self, yaml_text: str | None) -> None:
@@ -97,13 +86,13 @@ class Frontmatter:
         self._values: dict[Any, Any] = {}
         self._rt: CommentedMap | None = None
         if yaml_text and yaml_text.strip():
-            self._values = self._load(_safe_yaml(), yaml_text) or {}
+            self._values = self._load(yamlread.load, yaml_text) or {}
 
-    def _load(self, yaml: YAML, text: str) -> dict[Any, Any] | None:
+    def _load(self, load: Callable[[str], Any], text: str) -> dict[Any, Any] | None:
         try:
-            loaded = yaml.load(text)
-        except YAMLError as exc:
-            self.error = _describe(exc)
+            loaded = load(text)
+        except (YAMLError, yamlread.YAMLError) as exc:
+            self.error = yamlread.describe(exc)
             return None
         if loaded is None:
             return None
@@ -116,7 +105,7 @@ class Frontmatter:
     def data(self) -> CommentedMap:
         """The round-trip mapping (comments, order, quoting); loaded on first use."""
         if self._rt is None:
-            loaded = self._load(_yaml(), self._source) if self._source.strip() else None
+            loaded = self._load(_yaml().load, self._source) if self._source.strip() else None
             self._rt = loaded if isinstance(loaded, CommentedMap) else CommentedMap()
         return self._rt
 
@@ -220,11 +209,3 @@ def _to_yaml(value: Any) -> Any:
             mapping[str(k)] = _to_yaml(v)
         return mapping
     return value
-
-
-def _describe(exc: YAMLError) -> str:
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    mark = getattr(exc, "problem_mark", None)
-    if mark is not None:
-        return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
-    return str(problem)

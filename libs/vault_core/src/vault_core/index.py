@@ -29,6 +29,7 @@ log = structlog.get_logger("vault_core")
 
 INDEX_FILE = "index.db"
 READERS = 4
+BATCH = 200  # files per reconcile transaction; each file is still stored whole
 _RETRIES = 5
 
 
@@ -158,14 +159,15 @@ class Index:
         started = time.perf_counter()
         with self.reading() as conn:
             known = {p: (m, s) for p, m, s in conn.execute("SELECT path, mtime, size FROM notes")}
-        seen, changed, skipped = set(), 0, 0
+        seen, todo, changed, skipped = set(), [], 0, 0
         for entry in paths.walk(self.root):
             seen.add(entry.rel)
-            if known.get(entry.rel) == (entry.mtime_ns, entry.size):
-                continue
-            stored = self._ingest(entry.rel, entry.abs)
+            if known.get(entry.rel) != (entry.mtime_ns, entry.size):
+                todo.append(entry)
+        for start in range(0, len(todo), BATCH):
+            stored = self._ingest_batch(todo[start : start + BATCH], fresh=not known)
             changed += stored
-            skipped += not stored
+            skipped += min(BATCH, len(todo) - start) - stored
         removed = sum(self._remove_if_gone(rel) for rel in set(known) - seen)
         if changed or removed:
             with self._write_lock, self._transaction() as conn:
@@ -175,7 +177,25 @@ class Index:
                  removed=removed, skipped=skipped, ms=round(stats.seconds * 1000))  # fmt: skip
         return stats
 
-    def _ingest(self, rel: str, target: Path) -> bool:
+    def _ingest_batch(self, entries: Sequence[paths.Entry], *, fresh: bool) -> int:
+        """Read a batch outside the lock, store it in one transaction (each file whole).
+
+        A file that changed between read and store is read again on its own.
+        """
+        snapshots = [(e, _read(self.root, e.rel, e.abs)) for e in entries]
+        stored, again = 0, []
+        with self._write_lock, self._transaction() as conn:
+            for entry, snapshot in snapshots:
+                if snapshot is not None and _still(entry.abs, snapshot):
+                    _store(conn, snapshot, fresh=fresh)
+                    stored += 1
+                elif snapshot is not None or entry.abs.is_file():
+                    again.append(entry)
+        for entry in again:
+            stored += self._ingest_one(entry.rel, entry.abs)
+        return stored
+
+    def _ingest_one(self, rel: str, target: Path) -> bool:
         for _ in range(_RETRIES):
             snapshot = _read(self.root, rel, target)
             if snapshot is None:
@@ -257,9 +277,15 @@ _PATH_TABLES = (
 )  # fmt: skip
 
 
-def _store(conn: sqlite3.Connection, snap: _Snapshot) -> list[tuple[int, str]]:
-    """Spec §10.2 `ingest`: replace every row of the path; returns its link names."""
-    _delete(conn, snap.rel)
+def _store(
+    conn: sqlite3.Connection, snap: _Snapshot, *, fresh: bool = False
+) -> list[tuple[int, str]]:
+    """Spec §10.2 `ingest`: replace every row of the path; returns its link names.
+
+    `fresh` (an empty index being filled) skips the deletes: there is nothing to replace.
+    """
+    if not fresh:
+        _delete(conn, snap.rel)
     note = snap.note
     if note is None:
         conn.execute(

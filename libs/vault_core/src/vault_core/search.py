@@ -58,7 +58,8 @@ def fts_query(text: str) -> str:
 
 def modified(mtime_ns: int) -> str:
     """A file's mtime as RFC 3339 UTC with seconds."""
-    moment = dt.datetime.fromtimestamp(mtime_ns / 1e9, dt.UTC)
+    # Whole seconds first: a float of the nanoseconds rounds x.9999999 up to the next second.
+    moment = dt.datetime.fromtimestamp(mtime_ns // 1_000_000_000, dt.UTC)
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
@@ -87,10 +88,12 @@ def _ranked(
     clause = " AND ".join(["notes_fts MATCH ?", "n.is_note = 1", *where])
     source = f"FROM notes_fts JOIN notes n ON n.rowid = notes_fts.rowid WHERE {clause}"
     (total,) = conn.execute(f"SELECT count(*) {source}", [text, *params]).fetchone()
+    # bm25() takes one weight per column, the unindexed path included: spec §10.5's
+    # `bm25(notes_fts, 8.0, 1.0)` would weight path 8 and leave title at 1.
     rows = conn.execute(
-        f"SELECT n.path, n.title, -bm25(notes_fts, 8.0, 1.0) AS score,"
+        f"SELECT n.path, n.title, -bm25(notes_fts, 0.0, 8.0, 1.0) AS score,"
         f" snippet(notes_fts, 2, '<<', '>>', ' … ', 24), n.mtime, n.size {source}"
-        " ORDER BY bm25(notes_fts, 8.0, 1.0), n.path LIMIT ? OFFSET ?",
+        " ORDER BY bm25(notes_fts, 0.0, 8.0, 1.0), n.path LIMIT ? OFFSET ?",
         [text, *params, limit, offset],
     ).fetchall()
     return Results(total, _hits(conn, rows))

@@ -1,0 +1,574 @@
+"""Per-vault git history (dulwich) whose cost per commit does not grow with the vault.
+
+A commit stages only the paths a write touched; pushing and packing run on background
+threads and never fail or delay a write.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import difflib
+import functools
+import hashlib
+import io
+import re
+import stat
+import struct
+import threading
+import time
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TypeAlias
+
+import structlog
+from dulwich import errors as git_errors
+from dulwich import index as git_index
+from dulwich import porcelain
+from dulwich.client import default_urllib3_manager
+from dulwich.file import FileLocked, GitFile
+from dulwich.ignore import IgnoreFilterManager
+from dulwich.object_store import commit_tree_changes, tree_lookup_path
+from dulwich.objects import S_ISGITLINK, Commit, ObjectID, SubmoduleEncountered, Tree
+from dulwich.refs import Ref
+from dulwich.repo import Repo
+
+from vault_core import errors
+
+__all__ = ["GITIGNORE_LINES", "GitStore", "Identity", "Revision"]
+
+log = structlog.get_logger(__name__)
+
+GITIGNORE_LINES = (".secondbrain/", ".obsidian/workspace*.json", ".DS_Store")
+MESSAGE_LIMIT = 140
+PACK_EVERY = 200  # commits between background packs; fewer loose objects are left alone
+PACK_LIMIT = 20  # more packs than this are consolidated into one
+CLOSE_WAIT = 10.0  # seconds close() waits for a running push or pack
+PUSH_TIMEOUT = 60.0  # seconds an HTTP push may stall before it fails
+_HEAD = Ref(b"HEAD")
+_ZERO = ObjectID(b"0" * 40)
+_HEX = re.compile(r"[0-9a-f]{4,40}")
+_MISSING = (KeyError, git_errors.WrongObjectException, SubmoduleEncountered)
+_DULWICH = (git_errors.ChecksumMismatch, git_errors.FileFormatException, FileLocked)
+_GIT_ERRORS = (OSError, ValueError, zlib.error, struct.error, *_MISSING, *_DULWICH)
+
+_Change: TypeAlias = tuple[bytes, int | None, ObjectID | None]
+_Entry: TypeAlias = tuple[int, ObjectID] | None
+
+
+@dataclass(frozen=True)
+class Identity:
+    """A person or node as git records it: `name <email>`."""
+
+    name: str
+    email: str
+
+
+@dataclass(frozen=True)
+class Revision:
+    """One commit that touched a path, as note_history reports it."""
+
+    commit: str
+    when: str
+    author: str
+    message: str
+
+
+class GitStore:
+    """The git repository of one vault; every method may be called from any thread."""
+
+    def __init__(self, repo: Repo, root: Path, vault: str, committer: Identity) -> None:
+        self._repo, self._root, self._vault, self._committer = repo, root, vault, committer
+        self._remote: str | None = None
+        self._token: str | None = None
+        self._lock = threading.RLock()
+        self._index = _IndexFile(repo.index_path())
+        self._commits = 0
+        self._closed = False
+        self._pusher = _Worker(f"git-push-{vault}", self._push)
+        self._packer = _Worker(f"git-pack-{vault}", self._pack)
+
+    @classmethod
+    def open(
+        cls,
+        root: Path,
+        vault: str,
+        *,
+        committer: Identity,
+        remote: str | None = None,
+        token: str | None = None,
+    ) -> GitStore:
+        """Open `<root>/.git`, or create it with a .gitignore for the node's own files.
+
+        An existing .gitignore keeps its lines; missing ones are appended. Raises
+        VersioningOffError when the repository cannot be opened or created.
+        """
+        reason = ".git is not a usable git repository"
+        try:
+            repo = _open_or_init(root, vault)
+            reason = "the git index is unreadable; run `git reset` in the vault to rebuild it"
+            with _closing_on_error(repo):
+                store = cls(repo, root, vault, committer)
+        except (*_GIT_ERRORS, git_errors.NotGitRepository, AssertionError) as exc:
+            if isinstance(exc, OSError):
+                reason = f"cannot open or create .git: {_describe(exc)}"
+            raise errors.VersioningOffError(vault, reason) from exc
+        store._remote, store._token = remote, token
+        store._packer.request()  # packs only if an earlier run left many loose objects
+        return store
+
+    @property
+    def empty(self) -> bool:
+        """True while the repository has no commit yet."""
+        with self._lock:
+            try:
+                self._repo.head()
+            except KeyError:
+                return True
+            return False
+
+    def commit(
+        self,
+        message: str,
+        paths: Sequence[str],
+        *,
+        author: Identity | None = None,
+        grant_id: str | None = None,
+    ) -> str | None:
+        """Stage exactly `paths` (vault-relative, '/') and commit them; the full sha, or None
+        when the tree did not change.
+
+        A path gone from disk is removed; an untracked ignored path and an unchanged one are
+        skipped; the first commit of a repository also takes .gitignore. The message becomes
+        one line of at most 140 characters, plus a `Secondbrain-Grant` trailer if given.
+        """
+        body = _message(message, grant_id)
+        who, by = _person(author or self._committer), _person(self._committer)
+        wanted = [_checked(path) for path in dict.fromkeys(paths)]
+        with self._lock, _translated("commit"):
+            sha = self._commit_locked(body, wanted, who, by)
+        if sha is not None and self._remote:
+            self._pusher.request()
+        return sha
+
+    def history(self, path: str, limit: int = 20) -> list[Revision]:
+        """Commits that added, changed or deleted `path`, newest first, at most `limit`;
+        NotFoundError when the repository has no commits at all."""
+        with self._lock, _translated("history"):
+            return [_revision(commit) for commit in self._touching(path, limit)]
+
+    def resolve(self, revision: str) -> str:
+        """The full sha of the commit named by a full or abbreviated (4+ hex) id."""
+        rev = revision.strip().lower()
+        if not _HEX.fullmatch(rev):
+            raise errors.UnknownRevisionError(revision, "use 4 to 40 hex characters")
+        with self._lock, _translated("resolve"):
+            store, kind = self._open_repo().object_store, Commit.type_num
+            found = [s for s in store.iter_prefix(rev.encode()) if store.get_raw(s)[0] == kind]
+        if len(found) > 1:
+            detail = f"ambiguous: {len(found)} commits start with it; pass more characters"
+            raise errors.UnknownRevisionError(revision, detail)
+        if not found:
+            raise errors.UnknownRevisionError(revision)
+        return found[0].decode()
+
+    def contents(self, path: str, revision: str) -> bytes:
+        """The bytes of `path` as committed in `revision`."""
+        key = _checked(path).encode()
+        sha = ObjectID(self.resolve(revision).encode())
+        with self._lock, _translated("contents"):
+            entry = self._lookup(self._tree_of(sha), key)
+            data = None
+            if entry is not None and not (stat.S_ISDIR(entry[0]) or S_ISGITLINK(entry[0])):
+                data = self._repo.object_store[entry[1]]
+        if data is None:
+            hint = "call note_history"
+            raise errors.NotFoundError(f"{path} does not exist in revision {revision}; {hint}")
+        return data.as_raw_string()
+
+    def previous_revision(self, path: str) -> str | None:
+        """The full sha of the second-newest commit touching `path` (the newest if only one
+        does, None if none does): the default `from` of note_diff."""
+        with self._lock, _translated("history"):
+            commits = self._touching(path, 2)
+        return commits[-1].id.decode() if commits else None
+
+    def diff(
+        self, path: str, from_rev: str, to_rev: str | None, working_copy: bytes | None = None
+    ) -> str:
+        """Unified diff of `path` from `from_rev` to `to_rev`, or to `working_copy` (None: the
+        file is gone) when `to_rev` is None; "(no difference)" when both sides are equal."""
+        old, old_label = self.contents(path, from_rev), self.resolve(from_rev)[:12]
+        if to_rev is None:
+            new, new_label = working_copy or b"", "working copy"
+        else:
+            new, new_label = self.contents(path, to_rev), self.resolve(to_rev)[:12]
+        if old == new:
+            return "(no difference)"
+        return _unified(path, old, new, old_label, new_label) or "(no difference)"
+
+    def close(self) -> None:
+        """Wait (at most 10 s) for a running push or pack, then release the repository."""
+        deadline = time.monotonic() + CLOSE_WAIT
+        for worker in (self._pusher, self._packer):
+            worker.join(deadline - time.monotonic())
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._repo.close()
+
+    def _open_repo(self) -> Repo:
+        if self._closed:
+            raise errors.VersioningOffError(self._vault, "the repository was closed")
+        return self._repo
+
+    def _commit_locked(self, body: bytes, wanted: list[str], who: bytes, by: bytes) -> str | None:
+        repo = self._open_repo()
+        self._index.refresh()
+        head = repo.refs.follow(_HEAD)[1]
+        head_tree = self._tree_of(head) if head is not None else None
+        if head is None and ".gitignore" not in wanted:
+            wanted.append(".gitignore")
+        ignores = functools.cache(lambda: IgnoreFilterManager.from_repo(repo))
+        changes = {c[0]: c for rel in wanted for c in self._stage(head_tree, rel, ignores)}
+        tree = head_tree
+        if changes:
+            tree = commit_tree_changes(repo.object_store, head_tree or Tree(), [*changes.values()])
+        if tree is None or tree == head_tree:
+            self._index.flush()
+            return None
+        commit = _new_commit(tree, head, body, who, by)
+        repo.object_store.add_object(commit)
+        reflog = b"commit: " + body.split(b"\n", 1)[0]
+        if not repo.refs.set_if_equals(_HEAD, head or _ZERO, commit.id, message=reflog):
+            raise errors.StorageError(".git", "HEAD moved during the commit; retry the write")
+        self._commits += 1
+        if self._commits % PACK_EVERY == 0:
+            self._packer.request()
+        self._index.flush()
+        return commit.id.decode()
+
+    def _stage(
+        self, head_tree: ObjectID | None, rel: str, ignores: Callable[[], IgnoreFilterManager]
+    ) -> list[_Change]:
+        key, full = rel.encode(), self._root / rel
+        old = self._lookup(head_tree, key)
+        try:
+            st = full.lstat()
+        except (FileNotFoundError, NotADirectoryError):
+            self._index.remove_tree(key)
+            return [(key, None, None)] if old is not None else []
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+            return []
+        if old is None and ignores().is_ignored(rel):
+            return []
+        blob = git_index.blob_from_path_and_stat(bytes(full), st)
+        mode = git_index.cleanup_mode(st.st_mode)
+        self._index.set(key, git_index.index_entry_from_stat(st, blob.id, mode))
+        if old == (mode, blob.id):
+            return []
+        self._repo.object_store.add_object(blob)
+        return [*self._displaced(head_tree, key, old), (key, mode, blob.id)]
+
+    def _displaced(self, head_tree: ObjectID | None, key: bytes, old: _Entry) -> list[_Change]:
+        """A tracked file in the way of a new path's directory is removed, as git does."""
+        if old is not None:
+            return []
+        parts = key.split(b"/")
+        for depth in range(1, len(parts)):
+            prefix = b"/".join(parts[:depth])
+            entry = self._lookup(head_tree, prefix)
+            if entry is None:
+                break
+            if not stat.S_ISDIR(entry[0]):
+                self._index.remove(prefix)
+                return [(prefix, None, None)]
+        return []
+
+    def _lookup(self, tree: ObjectID | None, key: bytes) -> _Entry:
+        if tree is None:
+            return None
+        with contextlib.suppress(*_MISSING):
+            return tree_lookup_path(self._repo.object_store.__getitem__, tree, key)
+        return None
+
+    def _tree_of(self, sha: ObjectID) -> ObjectID:
+        commit = self._repo.object_store[sha]
+        if not isinstance(commit, Commit):
+            raise git_errors.NotCommitError(sha)
+        return ObjectID(commit.tree)
+
+    def _touching(self, path: str, limit: int) -> list[Commit]:
+        key = _checked(path).encode()
+        head = self._open_repo().refs.follow(_HEAD)[1]
+        if head is None:
+            raise errors.NotFoundError(
+                f"no history yet for {path}; nothing has been committed in this vault yet"
+            )
+        walker = self._repo.get_walker(
+            include=[head], paths=[key], max_entries=limit, simplify_history=True
+        )
+        return [entry.commit for entry in walker]
+
+    def _push(self) -> None:
+        assert self._remote is not None
+        try:
+            pool = None
+            if self._remote.startswith(("http://", "https://")):
+                pool = default_urllib3_manager(None, base_url=self._remote, timeout=PUSH_TIMEOUT)
+            with Repo(str(self._root)) as repo:
+                branch = repo.refs.follow(_HEAD)[0][-1]
+            result = porcelain.push(
+                str(self._root),
+                self._remote,
+                [branch],
+                outstream=io.BytesIO(),
+                errstream=io.BytesIO(),
+                username="secondbrain" if self._token else None,
+                password=self._token or None,
+                pool_manager=pool,
+            )
+            refused = [ref.decode() for ref, why in (result.ref_status or {}).items() if why]
+            if refused:
+                log.warning("git_push_failed", vault=self._vault, error=f"refused: {refused}")
+        # A background job has nobody to raise to: the failure is logged, and the next
+        # commit pushes again.
+        except Exception as exc:  # noqa: BLE001
+            log.warning("git_push_failed", vault=self._vault, error=_describe(exc))
+
+    def _pack(self) -> None:
+        try:
+            with Repo(str(self._root)) as repo:
+                store = repo.object_store
+                loose = list(_loose_ids(Path(store.path)))
+                if len(loose) < PACK_EVERY:
+                    return
+                # The pack is written without the lock; deleting the loose copies, which a
+                # reader may be about to open, takes it, in batches so commits go on.
+                store.add_objects([(store[sha], None) for sha in loose])
+                for start in range(0, len(loose), 256):
+                    with self._lock:
+                        for sha in loose[start : start + 256]:
+                            store.delete_loose_object(sha)
+                with self._lock:
+                    if len(store.packs) > PACK_LIMIT:
+                        store.repack()
+            log.info("git_packed", vault=self._vault, objects=len(loose))
+        except Exception as exc:  # noqa: BLE001 - see _push
+            log.warning("git_pack_failed", vault=self._vault, error=_describe(exc))
+
+
+class _IndexFile:
+    """git's index, held in memory as encoded entries in git's order: writing it for git's
+    own tools is one join, not an encoding of every entry."""
+
+    def __init__(self, path: str) -> None:
+        self._path = Path(path)
+        self._load()
+
+    def _load(self) -> None:
+        entries = dict(git_index.Index(self._path).items())
+        # Conflict stages come only from a merge made with git; then git owns the index.
+        self._ours = all(isinstance(e, git_index.IndexEntry) for e in entries.values())
+        self._names = sorted(entries) if self._ours else []
+        self._chunks = [_encode_entry(n, entries[n]) for n in self._names]
+        extended = any(getattr(entry, "extended_flags", 0) for entry in entries.values())
+        self._header = b"DIRC" + struct.pack(">L", 3 if extended else 2)
+        self._stamp, self._dirty = _stamp(self._path), False
+
+    def refresh(self) -> None:
+        """Reload when another program (git itself) rewrote the index."""
+        if _stamp(self._path) != self._stamp:
+            self._load()
+
+    def set(self, name: bytes, entry: git_index.IndexEntry) -> None:
+        self.remove_tree(name)
+        at = bisect.bisect_left(self._names, name)
+        self._names.insert(at, name)
+        self._chunks.insert(at, _encode_entry(name, entry))
+        self._dirty = True
+
+    def remove_tree(self, name: bytes) -> None:
+        """Remove `name` and, if it was a directory, everything below it."""
+        low = bisect.bisect_left(self._names, name + b"/")
+        high = bisect.bisect_left(self._names, name + b"0")  # b"0" sorts right after b"/"
+        del self._names[low:high], self._chunks[low:high]
+        self._dirty = self._dirty or high > low
+        self.remove(name)
+
+    def remove(self, name: bytes) -> None:
+        at = bisect.bisect_left(self._names, name)
+        if at < len(self._names) and self._names[at] == name:
+            del self._names[at], self._chunks[at]
+            self._dirty = True
+
+    def flush(self) -> None:
+        if not (self._dirty and self._ours):
+            return
+        header = self._header + struct.pack(">L", len(self._names))
+        body = b"".join(self._chunks)
+        digest = hashlib.sha1(header, usedforsecurity=False)
+        digest.update(body)
+        try:
+            # Not fsynced, like git's own index: it is a cache git can rebuild.
+            with GitFile(self._path, "wb", fsync=False) as out:
+                out.write(header + body + digest.digest())
+        except FileLocked:
+            log.warning("git_index_locked")  # git is busy; the next commit writes it again
+            return
+        self._stamp, self._dirty = _stamp(self._path), False
+
+
+class _Worker:
+    """Runs `job` on a daemon thread; requests made while it runs fold into one more run."""
+
+    def __init__(self, name: str, job: Callable[[], None]) -> None:
+        self._name, self._job = name, job
+        self._lock = threading.Lock()
+        self._wanted = False
+        self._thread: threading.Thread | None = None
+
+    def request(self) -> None:
+        with self._lock:
+            self._wanted = True
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                self._thread.start()
+
+    def join(self, timeout: float) -> None:
+        thread = self._thread
+        if thread is not None:
+            thread.join(max(timeout, 0.0))
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                if not self._wanted:
+                    self._thread = None
+                    return
+                self._wanted = False
+            self._job()
+
+
+def _open_or_init(root: Path, vault: str) -> Repo:
+    fresh = not (root / ".git").exists() and not (root / ".git").is_symlink()
+    repo = Repo.init(str(root), default_branch=b"main") if fresh else Repo(str(root))
+    with _closing_on_error(repo):
+        if fresh:
+            _ensure_gitignore(root / ".gitignore")
+        head = repo.refs.follow(_HEAD)[1]
+        valid = head is None or re.fullmatch(rb"[0-9a-f]{40}", head)
+        if not valid or (head is not None and head not in repo.object_store):
+            raise errors.VersioningOffError(vault, "HEAD does not name a commit")
+    return repo
+
+
+@contextlib.contextmanager
+def _closing_on_error(repo: Repo) -> Iterator[None]:
+    try:
+        yield
+    except BaseException:
+        repo.close()
+        raise
+
+
+def _ensure_gitignore(path: Path) -> None:
+    existing = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+    present = {line.strip() for line in existing.splitlines()}
+    missing = [line for line in GITIGNORE_LINES if line not in present]
+    if missing:
+        lead = "\n" if existing and not existing.endswith("\n") else ""
+        with path.open("a", encoding="utf-8") as out:
+            out.write(lead + "\n".join(missing) + "\n")
+
+
+def _describe(exc: BaseException) -> str:
+    """A reason without host paths: OS errors by their strerror, others by their type."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return type(exc).__name__
+
+
+@contextlib.contextmanager
+def _translated(what: str) -> Iterator[None]:
+    try:
+        yield
+    except _GIT_ERRORS as exc:
+        raise errors.StorageError(".git", f"{what} failed ({_describe(exc)})") from exc
+
+
+def _checked(path: str) -> str:
+    parts = path.split("/")
+    if not path or "\0" in path or any(part in ("", ".", "..") for part in parts):
+        raise errors.InvalidPathError(path, "use a vault-relative path with '/' separators")
+    if any(part.lower() == ".git" for part in parts):
+        raise errors.InvalidPathError(path, "the .git directory is not part of the vault")
+    return path
+
+
+def _message(message: str, grant_id: str | None) -> bytes:
+    text = re.sub(r"[\r\n]+", " ", message).strip()[:MESSAGE_LIMIT] + "\n"
+    if grant_id:
+        text += "\nSecondbrain-Grant: " + re.sub(r"\s+", " ", grant_id).strip() + "\n"
+    return text.encode("utf-8")
+
+
+def _person(who: Identity) -> bytes:
+    name, email = (re.sub(r"[<>\r\n]", "", part).strip() for part in (who.name, who.email))
+    return f"{name} <{email}>".encode()
+
+
+def _new_commit(
+    tree: ObjectID, head: ObjectID | None, body: bytes, who: bytes, by: bytes
+) -> Commit:
+    commit = Commit()
+    commit.tree, commit.parents, commit.message = tree, [head] if head else [], body
+    commit.author, commit.committer = who, by
+    commit.author_time = commit.commit_time = int(time.time())
+    commit.author_timezone = commit.commit_timezone = 0
+    return commit
+
+
+def _revision(commit: Commit) -> Revision:
+    when = datetime.fromtimestamp(commit.author_time, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    author = commit.author.decode("utf-8", "replace").partition("<")[0].strip()
+    message = commit.message.decode("utf-8", "replace").split("\n", 1)[0]
+    return Revision(commit.id.decode()[:12], when, author, message)
+
+
+def _unified(path: str, old: bytes, new: bytes, old_label: str, new_label: str) -> str:
+    def lines(data: bytes) -> list[str]:
+        parts = data.decode("utf-8", "replace").split("\n")  # not splitlines: only \n ends one
+        return [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+    diff = difflib.unified_diff(
+        lines(old), lines(new), f"a/{path}@{old_label}", f"b/{path}@{new_label}"
+    )
+    end = "\n\\ No newline at end of file\n"
+    return "".join(line if line.endswith("\n") else line + end for line in diff)
+
+
+def _encode_entry(name: bytes, entry: object) -> bytes:
+    assert isinstance(entry, git_index.IndexEntry)
+    buffer = io.BytesIO()
+    git_index.write_cache_entry(buffer, entry.serialize(name, git_index.Stage.NORMAL), version=3)
+    return buffer.getvalue()
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def _loose_ids(objects: Path) -> Iterator[ObjectID]:
+    for folder in objects.iterdir():
+        if re.fullmatch(r"[0-9a-f]{2}", folder.name) and folder.is_dir():
+            for file in folder.iterdir():
+                if re.fullmatch(r"[0-9a-f]{38}", file.name):
+                    yield ObjectID((folder.name + file.name).encode())

@@ -1,0 +1,121 @@
+"""A data directory of vaults, each opened with index, git and watcher working together."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from vault_core import edit, queries, search
+from vault_core.edit import WriteOp
+from vault_core.errors import NotFoundError, VaultExistsError, VersioningOffError
+from vault_core.library import Library, Settings
+from vault_core.vault import Actor
+
+
+@pytest.fixture
+def library(tmp_path: Path) -> Iterator[Library]:
+    lib = Library(tmp_path / "data", Settings(watch=False)).open_all()
+    yield lib
+    lib.close()
+
+
+def git_log(root: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(root), "log", *args], capture_output=True, text=True, check=True
+    ).stdout
+
+
+def test_an_empty_data_dir_gets_a_default_wiki_raw_vault(library: Library) -> None:
+    assert library.names() == ["default"]
+    opened = library.get("default")
+    assert (opened.vault.root / "wiki" / ".gitkeep").is_file()
+    assert (opened.vault.root / ".gitignore").read_text().count(".secondbrain/") == 1
+    assert git_log(opened.vault.root, "--format=%s") == "vault_create: default\n"
+
+
+def test_existing_vault_folders_are_opened_and_invalid_names_ignored(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    for name in ("team", "ops", "Not A Vault", ".hidden"):
+        (data / name).mkdir(parents=True)
+    (data / "team" / "x.md").write_text("# X\nhello\n")
+    lib = Library(data, Settings(watch=False)).open_all()
+    try:
+        assert lib.names() == ["ops", "team"]
+        assert search.search(lib.get("team").index, "hello").total == 1
+        team = lib.get("team")
+        assert (
+            git_log(team.vault.root, "--format=%s")
+            == "vault_import: 1 files already in the folder\n"
+        )
+        assert [r.message for r in team.history().history("x.md")] == [
+            "vault_import: 1 files already in the folder"
+        ]
+        assert not (data / "ops" / ".git" / "refs" / "heads" / "main").exists()
+    finally:
+        lib.close()
+
+
+def test_an_unknown_vault_is_not_found(library: Library) -> None:
+    with pytest.raises(NotFoundError, match="unknown vault"):
+        library.get("nope")
+
+
+def test_a_write_updates_the_index_and_commits_attributed(library: Library) -> None:
+    opened = library.get("default")
+    actor = Actor("alice", grant_id="grant-7")
+    edit.apply(
+        opened.vault,
+        WriteOp(
+            "wiki/topic",
+            lambda _c, _e: "# Topic\nsee [[Missing]]\n",
+            reason="note_create: wiki/topic.md",
+        ),
+        actor,
+    )
+    assert [h.path for h in search.search(opened.index, "topic").hits] == ["wiki/topic.md"]
+    assert queries.stats(opened.index)["broken_links"] == 1
+    log = git_log(opened.vault.root, "-1", "--format=%an|%cn|%B")
+    assert log.startswith("alice|secondbrain|note_create: wiki/topic.md\n")
+    assert "Secondbrain-Grant: grant-7" in log
+    revisions = opened.history().history("wiki/topic.md")
+    assert [r.author for r in revisions] == ["alice"]
+
+
+def test_creating_a_vault_twice_is_refused(library: Library) -> None:
+    library.create("team", "para")
+    assert "team" in library.names()
+    with pytest.raises(VaultExistsError):
+        library.create("team", "para")
+
+
+def test_a_vault_without_usable_git_still_works_with_versioning_off(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    (data / "broken").mkdir(parents=True)
+    (data / "broken" / ".git").write_text("not a repository")
+    (data / "broken" / "x.md").write_text("# X\n")
+    lib = Library(data, Settings(watch=False)).open_all()
+    try:
+        opened = lib.get("broken")
+        assert opened.git is None
+        with pytest.raises(VersioningOffError, match="versioning is off"):
+            opened.history()
+        edit.apply(
+            opened.vault, WriteOp("y.md", lambda _c, _e: "# Y\n", reason="note_create: y.md")
+        )
+        assert search.search(opened.index, "Y").total == 1
+    finally:
+        lib.close()
+
+
+def test_git_can_be_switched_off(tmp_path: Path) -> None:
+    lib = Library(tmp_path / "data", Settings(git=False, watch=False)).open_all()
+    try:
+        opened = lib.get("default")
+        assert not (opened.vault.root / ".git").exists()
+        with pytest.raises(VersioningOffError):
+            opened.history()
+    finally:
+        lib.close()
