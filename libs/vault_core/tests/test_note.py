@@ -69,7 +69,9 @@ def test_the_hash_covers_the_whole_file_and_the_body_excludes_frontmatter() -> N
     parsed = note.parse("wiki/x.md", NOTE.encode())
     assert parsed.body.startswith("# Heading one")
     assert parsed.content_hash == note.parse("y.md", NOTE.encode()).content_hash
-    assert parsed.content_hash != note.parse("y.md", NOTE.replace("ops", "dev").encode()).content_hash
+    assert (
+        parsed.content_hash != note.parse("y.md", NOTE.replace("ops", "dev").encode()).content_hash
+    )
     assert parsed.size == len(NOTE.encode())
 
 
