@@ -16,7 +16,8 @@ def main() -> None:
             continue
         print(f"== {script.stem}", flush=True)
         spec = importlib.util.spec_from_file_location(script.stem, script)
-        assert spec and spec.loader
+        if spec is None or spec.loader is None:
+            raise SystemExit(f"cannot load {script.name}")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         module.main()

@@ -487,3 +487,13 @@ def test_prepend_to_note_never_loses_a_line_of_the_note(body: str, content: str)
     result = edit(body, "prepend_to_note", None, content)
     assert _kept(result) == _kept(content.replace("\r\n", "\n")) + _kept(body)
     assert result == "" or (result.endswith("\n") and not result.endswith("\n\n"))
+
+
+def test_old_and_new_that_differ_only_in_line_endings_are_identical() -> None:
+    with pytest.raises(InvalidArgumentError, match="identical"):
+        sections.string_edit("a\nb\n", "a\r\nb", "a\nb")
+
+
+def test_collapsing_keeps_crlf_lines_of_a_mixed_ending_note() -> None:
+    body = "a\r\n\n\n\n\nb\n"
+    assert sections.collapse_blank_lines(body) == "a\r\n\n\nb\n"

@@ -10,8 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vault_core import templates
-from vault_core.errors import InvalidArgumentError
+from vault_core.errors import InvalidArgumentError, InvalidPathError
 from vault_core.testing import FIXED_NOW
+from vault_core.vault import rfc3339
 
 # ---------------------------------------------------------------- slug
 
@@ -205,3 +206,13 @@ def test_capture_title_is_the_cleaned_first_line_cut_to_60(text: str, title: str
 @pytest.mark.parametrize("text", ["", "   \n\n", "###\n---\n> >"])
 def test_capture_title_falls_back_when_no_line_has_text(text: str) -> None:
     assert templates.capture_title(text) == "capture"
+
+
+@pytest.mark.parametrize("name", ["../secret", "/etc/passwd", ".hidden", "a/../../b", ""])
+def test_a_template_name_that_is_a_path_out_is_refused(name: str) -> None:
+    with pytest.raises(InvalidPathError):
+        templates.template_path(name)
+
+
+def test_a_naive_time_is_written_as_utc() -> None:
+    assert rfc3339(dt.datetime(2026, 1, 2, 3, 4, 5)) == "2026-01-02T03:04:05Z"

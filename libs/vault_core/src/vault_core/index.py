@@ -9,8 +9,10 @@ slow watcher can never overwrite a newer state written by a tool.
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -24,6 +26,7 @@ from vault_core.errors import NOTE_LIMIT, VaultError
 from vault_core.frontmatter import plain_value
 from vault_core.note import Note, parse
 from vault_core.schema import SCHEMA, SCHEMA_VERSION
+from vault_core.text import content_hash
 
 log = structlog.get_logger("vault_core")
 
@@ -50,6 +53,7 @@ class _Snapshot:
     mtime_ns: int
     size: int
     note: Note | None  # None for an attachment
+    skipped: bool = False  # too large or not UTF-8: the path must not stay in the index
 
 
 class Index:
@@ -137,39 +141,52 @@ class Index:
             self.update_path(rel)
 
     def update_path(self, rel: str) -> None:
-        """Spec §10.2 `UpdatePath`: re-read one file (or drop it) and re-resolve links."""
+        """Spec §10.2 `UpdatePath`: re-read one file (or drop it) and re-resolve links.
+
+        A path that is gone takes along what the index holds under it: a folder
+        moved out of the vault is reported as that one path.
+        """
         target = self.root.joinpath(*rel.split("/"))
         for _ in range(_RETRIES):
             snapshot = _read(self.root, rel, target)
             with self._write_lock, self._transaction() as conn:
-                if not _still(target, snapshot):
+                if not _still(self.root, target, snapshot):
                     continue  # the file changed while we read it: read it again
-                old = linkstore.names_of(conn, rel)
                 if snapshot is None:
-                    _delete(conn, rel)
-                    new: list[tuple[int, str]] = []
-                else:
-                    new = _store(conn, snapshot)
-                linkstore.resolve_after_change(conn, rel, old, new)
+                    for gone in [rel, *self._gone_under(conn, rel)]:
+                        old = linkstore.names_of(conn, gone)
+                        _delete(conn, gone)
+                        linkstore.resolve_after_change(conn, gone, old, [])
+                    return
+                old = linkstore.names_of(conn, rel)
+                linkstore.resolve_after_change(conn, rel, old, _store(conn, snapshot))
                 return
         log.warning("index_update_gave_up", vault=self.vault, path=rel)
+
+    def _gone_under(self, conn: sqlite3.Connection, rel: str) -> list[str]:
+        """Indexed paths below folder `rel` whose files are gone ('0' is the byte after '/')."""
+        rows = conn.execute(
+            "SELECT path FROM notes WHERE path > ? AND path < ?", (rel + "/", rel + "0")
+        ).fetchall()
+        return [p for (p,) in rows if _stat(self.root, self.root.joinpath(*p.split("/"))) is None]
 
     def reconcile(self) -> ReconcileStats:
         """Spec §10.2: ingest new and changed files, drop vanished ones, re-resolve links."""
         started = time.perf_counter()
         with self.reading() as conn:
             known = {p: (m, s) for p, m, s in conn.execute("SELECT path, mtime, size FROM notes")}
-        seen, todo, changed, skipped = set(), [], 0, 0
+        seen, todo = set(), []
         for entry in paths.walk(self.root):
             seen.add(entry.rel)
             if known.get(entry.rel) != (entry.mtime_ns, entry.size):
                 todo.append(entry)
+        stored: set[str] = set()
         for start in range(0, len(todo), BATCH):
-            stored = self._ingest_batch(todo[start : start + BATCH], fresh=not known)
-            changed += stored
-            skipped += min(BATCH, len(todo) - start) - stored
+            stored |= self._ingest_batch(todo[start : start + BATCH], fresh=not known)
+        changed, skipped = len(stored), len(todo) - len(stored)
+        dropped = any(e.rel in known and e.rel not in stored for e in todo)
         removed = sum(self._remove_if_gone(rel) for rel in set(known) - seen)
-        if changed or removed:
+        if changed or removed or dropped:
             with self._write_lock, self._transaction() as conn:
                 linkstore.resolve_all(conn)
         stats = ReconcileStats(len(seen), changed, removed, skipped, time.perf_counter() - started)
@@ -177,39 +194,45 @@ class Index:
                  removed=removed, skipped=skipped, ms=round(stats.seconds * 1000))  # fmt: skip
         return stats
 
-    def _ingest_batch(self, entries: Sequence[paths.Entry], *, fresh: bool) -> int:
+    def _ingest_batch(self, entries: Sequence[paths.Entry], *, fresh: bool) -> set[str]:
         """Read a batch outside the lock, store it in one transaction (each file whole).
 
-        A file that changed between read and store is read again on its own.
+        Returns the paths now indexed. A file that changed between read and store
+        is read again on its own; one that vanished since the walk is dropped.
         """
         snapshots = [(e, _read(self.root, e.rel, e.abs)) for e in entries]
-        stored, again = 0, []
+        stored, again = set(), []
         with self._write_lock, self._transaction() as conn:
             for entry, snapshot in snapshots:
-                if snapshot is not None and _still(entry.abs, snapshot):
-                    _store(conn, snapshot, fresh=fresh)
-                    stored += 1
-                elif snapshot is not None or entry.abs.is_file():
+                if not _still(self.root, entry.abs, snapshot):
                     again.append(entry)
-        for entry in again:
-            stored += self._ingest_one(entry.rel, entry.abs)
+                elif snapshot is None:
+                    _delete(conn, entry.rel)
+                else:
+                    # `fresh` was judged before the lock: an update may have stored it since.
+                    _store(conn, snapshot, fresh=fresh and not _indexed(conn, entry.rel))
+                    if not snapshot.skipped:
+                        stored.add(entry.rel)
+        stored.update(e.rel for e in again if self._ingest_one(e.rel, e.abs))
         return stored
 
     def _ingest_one(self, rel: str, target: Path) -> bool:
         for _ in range(_RETRIES):
             snapshot = _read(self.root, rel, target)
-            if snapshot is None:
-                return False
             with self._write_lock, self._transaction() as conn:
-                if _still(target, snapshot):
-                    _store(conn, snapshot)
-                    return True
+                if not _still(self.root, target, snapshot):
+                    continue
+                if snapshot is None:
+                    _delete(conn, rel)
+                    return False
+                _store(conn, snapshot)
+                return not snapshot.skipped
         return False
 
     def _remove_if_gone(self, rel: str) -> bool:
         target = self.root.joinpath(*rel.split("/"))
         with self._write_lock, self._transaction() as conn:
-            if target.is_file():
+            if _stat(self.root, target) is not None:
                 return False  # still there after all (a rename in flight): keep it
             _delete(conn, rel)
             return True
@@ -227,40 +250,66 @@ class Index:
             conn.execute("COMMIT")
 
 
-def _read(root: Path, rel: str, target: Path) -> _Snapshot | None:
-    """Stat and read one file; None when it is gone, unreadable or skipped (with a warning)."""
+def _stat(root: Path, target: Path) -> os.stat_result | None:
+    """The stat of a regular file the walk would visit: a symlink must stay in the vault."""
     try:
-        stat = target.stat()
-    except OSError:
+        found = target.lstat()
+        if stat.S_ISLNK(found.st_mode):
+            real = target.resolve()
+            if root.resolve() not in real.parents:
+                return None
+            found = real.stat()
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop on 3.11/3.12
+        return None
+    return found if stat.S_ISREG(found.st_mode) else None
+
+
+def _read(root: Path, rel: str, target: Path) -> _Snapshot | None:
+    """Stat and read one file; None when it is gone or unreadable.
+
+    A note over 4 MiB or not in UTF-8 gives a `skipped` snapshot (with a warning).
+    """
+    found = _stat(root, target)
+    if found is None:
         return None
     if not rel.lower().endswith(".md"):
-        return _Snapshot(rel, stat.st_mtime_ns, stat.st_size, None)
-    if stat.st_size > NOTE_LIMIT:
-        log.warning("index_skipped", path=rel, reason="too_large", bytes=stat.st_size)
-        return None
+        return _Snapshot(rel, found.st_mtime_ns, found.st_size, None)
+    if found.st_size > NOTE_LIMIT:
+        log.warning("index_skipped", path=rel, reason="too_large", bytes=found.st_size)
+        return _Snapshot(rel, found.st_mtime_ns, found.st_size, None, skipped=True)
     try:
         data = target.read_bytes()
-        note = parse(rel, data, stat.st_mtime_ns)
+        note = parse(rel, data, found.st_mtime_ns)
         _ = note.text
     except OSError:
         return None
     except VaultError as exc:
         log.warning("index_skipped", path=rel, reason=exc.code)
-        return None
-    if len(data) != stat.st_size:
+        return _Snapshot(rel, found.st_mtime_ns, found.st_size, None, skipped=True)
+    if len(data) != found.st_size:
         return _Snapshot(rel, -1, -1, note)  # changed between stat and read: retried
-    return _Snapshot(rel, stat.st_mtime_ns, stat.st_size, note)
+    return _Snapshot(rel, found.st_mtime_ns, found.st_size, note)
 
 
-def _still(target: Path, snapshot: _Snapshot | None) -> bool:
+def _still(root: Path, target: Path, snapshot: _Snapshot | None) -> bool:
     """True when the file on disk is (still) what the snapshot says, or still absent."""
-    try:
-        stat = target.stat()
-    except OSError:
-        return snapshot is None
-    if snapshot is None:
+    found = _stat(root, target)
+    if found is None or snapshot is None:
+        return found is None and snapshot is None
+    if (found.st_mtime_ns, found.st_size) != (snapshot.mtime_ns, snapshot.size):
         return False
-    return (stat.st_mtime_ns, stat.st_size) == (snapshot.mtime_ns, snapshot.size)
+    if snapshot.note is None:
+        return True
+    # Two same-size writes within the file system's timestamp granularity share an
+    # mtime: only the bytes tell whether the snapshot is still what the file holds.
+    try:
+        return content_hash(target.read_bytes()) == snapshot.note.content_hash
+    except OSError:
+        return False
+
+
+def _indexed(conn: sqlite3.Connection, rel: str) -> bool:
+    return conn.execute("SELECT 1 FROM notes WHERE path = ?", (rel,)).fetchone() is not None
 
 
 def _delete(conn: sqlite3.Connection, rel: str) -> None:
@@ -286,6 +335,8 @@ def _store(
     """
     if not fresh:
         _delete(conn, snap.rel)
+    if snap.skipped:
+        return []
     note = snap.note
     if note is None:
         conn.execute(

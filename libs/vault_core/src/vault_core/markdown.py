@@ -7,6 +7,7 @@ inline code spans hide everything in them — the Obsidian Help vault is full of
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -14,6 +15,8 @@ from urllib.parse import unquote
 
 HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 TASK = re.compile(r"^(\s*)[-*+]\s+\[( |x|X)\]\s*(.*)$")
+_HEADING_M = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
+_TASK_M = re.compile(r"^([ \t]*)[-*+][ \t]+\[( |x|X)\][ \t]*(.*)$", re.MULTILINE)
 _QUOTE_PREFIX = re.compile(r"^[ \t]*((?:>[ \t]?)*)[ \t]*")
 _QUOTE_MARK = re.compile(r"[ \t]*>[ \t]?")
 _FENCE_OPEN = re.compile(r"^(`{3,}|~{3,})(.*)$")
@@ -112,24 +115,51 @@ def _unquote(text: str, depth: int) -> str:
 
 
 def parse(body: str, line_offset: int = 0) -> Structure:
-    """Headings, links, inline tags and tasks of a body; line numbers shifted by the offset."""
+    """Headings, links, inline tags and tasks of a body; line numbers shifted by the offset.
+
+    Code is blanked first (fenced lines emptied, code spans turned to spaces, every
+    offset kept), then each kind of structure is one regex pass over the whole text.
+    """
+    plain = _without_fences(body)
+    visible = _without_code_spans(plain) if "`" in plain else plain
+    starts = [0, *(m.end() for m in re.finditer("\n", plain))]
+
+    def line_of(offset: int) -> int:
+        return bisect.bisect_right(starts, offset) + line_offset
+
     found = Structure([], [], [], [])
-    for line in lines(body):
-        if line.code:
-            continue
-        file_line = line.number + line_offset + 1
-        heading = HEADING.match(line.text) if line.text.startswith("#") else None
-        if heading:
-            found.headings.append(Heading(len(heading.group(1)), heading.group(2), file_line))
-        task = TASK.match(line.text) if "[" in line.text else None
-        if task:
-            found.tasks.append(Task(file_line, task.group(3), task.group(2) != " ", task.group(1)))
-        visible = strip_code_spans(line.text)
-        if "[" in visible:
-            found.links.extend(_links(visible, file_line))
-        if "#" in visible:
-            found.tags.extend(_tags(visible))
+    for m in _HEADING_M.finditer(plain):
+        found.headings.append(Heading(len(m.group(1)), m.group(2), line_of(m.start())))
+    for m in _TASK_M.finditer(plain):
+        found.tasks.append(Task(line_of(m.start()), m.group(3), m.group(2) != " ", m.group(1)))
+    for m in _WIKI.finditer(visible):
+        found.links.append(wiki_link(m.group(2), embed=m.group(1) == "!", line=line_of(m.start())))
+    unwikied = _WIKI.sub(_blank, visible) if "[[" in visible else visible
+    if "](" in unwikied:
+        for m in _MD_LINK.finditer(unwikied):
+            link = markdown_link(m.group(3), embed=m.group(1) == "!", line=line_of(m.start()))
+            if link is not None:
+                found.links.append(link)
+    if "#" in visible:
+        found.tags.extend(_tags(unwikied))
+    found.links.sort(key=lambda link: link.line)
     return found
+
+
+def _without_fences(body: str) -> str:
+    """The body with every fenced line emptied and `\r` dropped, line count unchanged."""
+    text = body.replace("\r\n", "\n") if "\r" in body else body
+    if "```" not in text and "~~~" not in text:
+        return text
+    kept = text.split("\n")
+    for line in lines(text):
+        if line.code:
+            kept[line.number] = ""
+    return "\n".join(kept)
+
+
+def _without_code_spans(text: str) -> str:
+    return "\n".join(strip_code_spans(line) if "`" in line else line for line in text.split("\n"))
 
 
 def strip_code_spans(text: str) -> str:
@@ -155,12 +185,15 @@ def strip_code_spans(text: str) -> str:
 
 
 def _links(text: str, file_line: int) -> Iterator[Link]:
-    for m in _WIKI.finditer(text):
-        yield wiki_link(m.group(2), embed=m.group(1) == "!", line=file_line)
-    for m in _MD_LINK.finditer(_WIKI.sub(lambda w: " " * len(w.group(0)), text)):
-        link = markdown_link(m.group(3), embed=m.group(1) == "!", line=file_line)
-        if link is not None:
-            yield link
+    if "[[" in text:
+        for m in _WIKI.finditer(text):
+            yield wiki_link(m.group(2), embed=m.group(1) == "!", line=file_line)
+        text = _WIKI.sub(_blank, text)
+    if "](" in text:
+        for m in _MD_LINK.finditer(text):
+            link = markdown_link(m.group(3), embed=m.group(1) == "!", line=file_line)
+            if link is not None:
+                yield link
 
 
 def wiki_link(inner: str, *, embed: bool, line: int) -> Link:
@@ -181,8 +214,16 @@ def markdown_link(raw: str, *, embed: bool, line: int) -> Link | None:
 
 
 def _tags(text: str) -> Iterator[str]:
-    text = _WIKI.sub(lambda m: " " * len(m.group(0)), text)
-    text = _MD_LINK.sub(lambda m: " " * len(m.group(0)), text)
-    text = _URL.sub(lambda m: " " * len(m.group(0)), text)
+    # Links and URLs are blanked first: `[[#Heading]]` and `page#fragment` are no tags.
+    if "[[" in text:
+        text = _WIKI.sub(_blank, text)
+    if "](" in text:
+        text = _MD_LINK.sub(_blank, text)
+    if "://" in text:
+        text = _URL.sub(_blank, text)
     for m in TAG.finditer(text):
         yield m.group(1)
+
+
+def _blank(match: re.Match[str]) -> str:
+    return " " * len(match.group(0))

@@ -147,9 +147,11 @@ def tasks(
         clause.append(r"t.path LIKE ? ESCAPE '\'")
         params.append(like_escape(prefix.strip().strip("/")) + "/%")
     if contains:
-        clause.append(r"lower(t.text) LIKE ? ESCAPE '\'")
-        params.append("%" + like_escape(contains.lower()) + "%")
+        # SQLite's lower() and LIKE fold ASCII only; "Äpfel" must match "äpfel" too.
+        clause.append("instr(casefold(t.text), ?) > 0")
+        params.append(contains.casefold())
     with index.reading() as conn:
+        conn.create_function("casefold", 1, str.casefold, deterministic=True)
         rows = conn.execute(
             "SELECT t.path, t.line, t.text, t.done, coalesce(n.title, '') FROM tasks t"
             f" LEFT JOIN notes n ON n.path = t.path WHERE {' AND '.join(clause)}"

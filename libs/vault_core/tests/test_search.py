@@ -1,0 +1,262 @@
+"""Full-text search (spec §10.5, §13.1 `note_search`): query translation, BM25, filters, hits."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from vault_core import search
+from vault_core.errors import InvalidArgumentError
+from vault_core.index import Index
+from vault_core.search import Filters
+from vault_core.testing import make_vault
+
+Build = Callable[..., Index]
+SECOND = 1_000_000_000
+T0 = 1_700_000_000 * SECOND  # 2023-11-14T22:13:20Z
+
+
+@pytest.fixture
+def build(tmp_path: Path) -> Iterator[Build]:
+    """A reconciled index over `files`; `mtimes` (path → seconds after T0) pins mtimes."""
+    opened: list[Index] = []
+
+    def _build(files: dict[str, str | bytes], mtimes: dict[str, int] | None = None) -> Index:
+        vault = make_vault(tmp_path, files)
+        for rel, seconds in (mtimes or {}).items():
+            stamp = T0 + seconds * SECOND
+            os.utime(vault.root.joinpath(*rel.split("/")), ns=(stamp, stamp))
+        index = Index.open(vault.root, vault.name)
+        opened.append(index)
+        index.reconcile()
+        return index
+
+    yield _build
+    for index in opened:
+        index.close()
+
+
+def paths_of(results: search.Results) -> list[str]:
+    return [hit.path for hit in results.hits]
+
+
+# ---------------------------------------------------------------------- query translation
+
+
+def test_plain_words_are_quoted_and_and_ed() -> None:
+    assert search.fts_query("rate limits") == '"rate" AND "limits"'
+    assert search.fts_query("  e-mail   C++ ") == '"e-mail" AND "C++"'
+    assert search.fts_query("foo AND or not") == '"foo" AND "AND" AND "or" AND "not"'
+    assert search.fts_query("   ") == ""
+
+
+@pytest.mark.parametrize(
+    "query",
+    ['"rate limits"', "lim*", "(a b)", "title:rate", "rate OR cache", "rate NOT cache"],
+)
+def test_fts_syntax_passes_through_unchanged(query: str) -> None:
+    assert search.fts_query(query) == query
+
+
+def test_plain_words_must_all_occur(build: Build) -> None:
+    index = build({"both.md": "rate limits apply\n", "one.md": "rate only\n", "x.md": "none\n"})
+    assert paths_of(search.search(index, "limits rate")) == ["both.md"]
+    # quoted, so an FTS keyword typed as a word is just a word
+    assert search.search(index, "rate NEAR").total == 0
+
+
+def test_fts_syntax_is_honoured(build: Build) -> None:
+    index = build({
+        "a.md": "rate limits apply\n", "b.md": "cache warming\n", "c.md": "limiter design\n",
+        "d.md": "---\ntitle: Rate card\n---\nprices\n",
+    })  # fmt: skip
+    assert sorted(paths_of(search.search(index, "rate OR cache"))) == ["a.md", "b.md", "d.md"]
+    assert sorted(paths_of(search.search(index, "limit*"))) == ["a.md", "c.md"]
+    assert paths_of(search.search(index, "title:rate")) == ["d.md"]
+    assert paths_of(search.search(index, '"limits apply"')) == ["a.md"]
+
+
+@pytest.mark.parametrize("query", ['"unterminated', "(open", "nosuchcolumn:word", '"a" OR'])
+def test_a_syntax_error_becomes_a_readable_invalid_argument(build: Build, query: str) -> None:
+    index = build({"a.md": "word\n"})
+    with pytest.raises(InvalidArgumentError) as caught:
+        search.search(index, query)
+    assert caught.value.code == "invalid_argument"
+    assert caught.value.message.startswith(f"the search query {query!r} is not valid FTS5 syntax (")
+    assert caught.value.message.endswith("so they are matched as words")
+
+
+def test_diacritics_are_folded_both_ways(build: Build) -> None:
+    index = build({"accent.md": "Das Café am Eck\n", "plain.md": "a cafe nearby\n"})
+    assert sorted(paths_of(search.search(index, "cafe"))) == ["accent.md", "plain.md"]
+    assert sorted(paths_of(search.search(index, "CAFÉ"))) == ["accent.md", "plain.md"]
+
+
+# ---------------------------------------------------------------------- ranking
+
+
+def _bm25(freq: float, tokens: int, avg_tokens: float, idf: float) -> float:
+    """FTS5's BM25 (k1 = 1.2, b = 0.75) for one phrase; `freq` is already column-weighted."""
+    k1, b = 1.2, 0.75
+    return idf * freq * (k1 + 1) / (freq + k1 * (1 - b + b * tokens / avg_tokens))
+
+
+def test_a_title_hit_outranks_a_body_hit_with_the_title_weighted_eight_to_one(
+    build: Build,
+) -> None:
+    long_body = " ".join(f"w{n}" for n in range(29))
+    index = build({
+        "zebra.md": long_body + "\n",  # title "zebra" (from the file name), 1 + 29 tokens
+        "b.md": "a zebra\n",  # title "b", 1 + 2 tokens
+        "c.md": "one two three\n",  # 1 + 3 tokens
+        "d.md": "four five six seven\n",  # 1 + 4 tokens
+        "e.md": "eight nine ten eleven twelve\n",  # 1 + 5 tokens
+    })  # fmt: skip
+    avg = (30 + 3 + 4 + 5 + 6) / 5
+    idf = math.log((5 - 2 + 0.5) / (2 + 0.5))
+    results = search.search(index, "zebra")
+    assert [(hit.path, hit.score) for hit in results.hits] == [
+        ("zebra.md", round(_bm25(8.0, 30, avg, idf), 4)),
+        ("b.md", round(_bm25(1.0, 3, avg, idf), 4)),
+    ]
+    # unweighted, the short body hit would have won: the weight decides
+    assert _bm25(1.0, 30, avg, idf) < _bm25(1.0, 3, avg, idf)
+
+
+def test_score_is_positive_and_larger_is_better(build: Build) -> None:
+    files: dict[str, str | bytes] = {f"filler{n}.md": "nothing here\n" for n in range(6)}
+    files.update({
+        "many.md": "apple apple apple apple pear\n",
+        "one.md": "apple pear pear pear pear\n",
+        "two.md": "apple apple pear pear pear\n",
+    })  # fmt: skip
+    index = build(files)
+    hits = search.search(index, "apple").hits
+    assert [hit.path for hit in hits] == ["many.md", "two.md", "one.md"]
+    scores = [hit.score for hit in hits]
+    assert scores == sorted(scores, reverse=True)
+    assert scores[-1] > 0
+    assert len(set(scores)) == 3
+
+
+def test_without_a_query_newest_come_first_ties_by_path(build: Build) -> None:
+    index = build(
+        {"old.md": "x\n", "new.md": "x\n", "mid-b.md": "x\n", "mid-a.md": "x\n", "pic.png": b"p"},
+        mtimes={"old.md": 1, "new.md": 30, "mid-b.md": 20, "mid-a.md": 20, "pic.png": 40},
+    )
+    results = search.search(index)
+    assert paths_of(results) == ["new.md", "mid-a.md", "mid-b.md", "old.md"]
+    assert results.total == 4  # attachments are never hits
+    assert {(hit.score, hit.snippet) for hit in results.hits} == {(0.0, "")}
+
+
+# ---------------------------------------------------------------------- filters
+
+FILTER_FILES: dict[str, str | bytes] = {
+    "projects/a.md": "---\ntags: [project/alpha, urgent]\n---\nword\n",
+    "projects/sub/b.md": "---\ntags: [project]\n---\nword\n",
+    "projects-old/c.md": "---\ntags: [projects, urgent]\n---\nword\n",
+    "projects.md": "#project #urgent word\n",
+    "a_b/d.md": "#a_b word\n",
+    "axb/e.md": "#axb/sub word\n",
+    "journal/2026-01-01.md": "word\n",
+}
+
+
+def test_prefix_matches_a_folder_and_nothing_beside_it(build: Build) -> None:
+    index = build(FILTER_FILES)
+    assert sorted(paths_of(search.search(index, "word", Filters(prefix="projects")))) == [
+        "projects/a.md",
+        "projects/sub/b.md",
+    ]
+    assert paths_of(search.search(index, filters=Filters(prefix="a_b/"))) == ["a_b/d.md"]
+
+
+def test_glob_filters_the_whole_path(build: Build) -> None:
+    index = build(FILTER_FILES)
+    assert paths_of(search.search(index, "word", Filters(glob="journal/2026-*.md"))) == [
+        "journal/2026-01-01.md"
+    ]
+    assert sorted(paths_of(search.search(index, filters=Filters(glob="projects/*")))) == [
+        "projects/a.md",
+        "projects/sub/b.md",
+    ]
+
+
+def test_tags_are_and_ed_and_a_tag_also_matches_its_subtags(build: Build) -> None:
+    index = build(FILTER_FILES)
+
+    def tagged(*tags: str) -> list[str]:
+        return sorted(paths_of(search.search(index, filters=Filters(tags=tags))))
+
+    assert tagged("project") == ["projects.md", "projects/a.md", "projects/sub/b.md"]
+    assert tagged("#Project", "urgent") == ["projects.md", "projects/a.md"]
+    assert tagged("project/alpha") == ["projects/a.md"]
+    assert tagged("projects") == ["projects-old/c.md"]
+    assert tagged("a_b") == ["a_b/d.md"]  # `_` is literal, not a wildcard
+    assert tagged("project", "missing") == []
+
+
+def test_modified_after_keeps_notes_modified_at_or_after_the_moment(build: Build) -> None:
+    index = build(
+        {"old.md": "word\n", "edge.md": "word\n", "new.md": "word\n"},
+        mtimes={"old.md": 9, "edge.md": 10, "new.md": 11},
+    )
+    found = search.search(index, "word", Filters(modified_after_ns=T0 + 10 * SECOND))
+    assert sorted(paths_of(found)) == ["edge.md", "new.md"]
+
+
+def test_query_and_filters_combine(build: Build) -> None:
+    files = dict(FILTER_FILES)
+    files["projects/other.md"] = "---\ntags: [urgent]\n---\nsomething else\n"
+    index = build(files)
+    found = search.search(index, "word", Filters(tags=["urgent"], prefix="projects"))
+    assert paths_of(found) == ["projects/a.md"]
+
+
+# ---------------------------------------------------------------------- paging and hits
+
+
+def test_total_counts_every_match_whatever_the_limit_and_offset(build: Build) -> None:
+    files: dict[str, str | bytes] = {f"n{n:02}.md": "common\n" for n in range(30)}
+    files["other.md"] = "rare\n"
+    index = build(files, mtimes={f"n{n:02}.md": n for n in range(30)})
+    everything = search.search(index, "common", limit=100)
+    page = search.search(index, "common", limit=5, offset=10)
+    assert (everything.total, len(everything.hits)) == (30, 30)
+    assert (page.total, paths_of(page)) == (30, paths_of(everything)[10:15])
+    recent = search.search(index, limit=3, offset=1)  # other.md, written just now, is first
+    assert (recent.total, paths_of(recent)) == (31, ["n29.md", "n28.md", "n27.md"])
+    assert search.search(index, "common", offset=40).total == 30
+
+
+def test_snippets_mark_the_hits(build: Build) -> None:
+    index = build({"a.md": "---\ntitle: T\n---\nBefore the Needle after.\n", "b.md": "x\n"})
+    (hit,) = search.search(index, "needle").hits
+    assert hit.snippet == "Before the <<Needle>> after.\n"
+
+
+def test_hits_carry_title_tags_modified_and_bytes(build: Build) -> None:
+    text = "---\ntitle: Found It\ntags: [Beta, alpha/one]\n---\nneedle #gamma\n"
+    index = build({"wiki/a.md": text, "b.md": "x\n"}, mtimes={"wiki/a.md": 0})
+    (hit,) = search.search(index, "needle").hits
+    assert (hit.path, hit.title, hit.tags, hit.modified, hit.bytes) == (
+        "wiki/a.md",
+        "Found It",
+        ["beta", "alpha/one", "gamma"],
+        "2023-11-14T22:13:20Z",
+        len(text.encode()),
+    )
+
+
+def test_modified_is_rfc3339_utc_with_seconds() -> None:
+    assert search.modified(T0 + 999_999_999) == "2023-11-14T22:13:20Z"
+    assert search.modified(0) == "1970-01-01T00:00:00Z"
+
+
+def test_like_escape_makes_wildcards_literal() -> None:
+    assert search.like_escape("a_b%c\\d") == "a\\_b\\%c\\\\d"
