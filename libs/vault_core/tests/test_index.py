@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from vault_core import index as index_mod
 from vault_core import linkstore, paths, search
+from vault_core import snapshot as snapshot_mod
 from vault_core.errors import NOTE_LIMIT
 from vault_core.index import Index, ReconcileStats
 from vault_core.schema import SCHEMA_VERSION
@@ -396,7 +396,7 @@ def test_an_update_never_stores_a_snapshot_older_than_the_file(
     """
     index = build({"a.md": "- [ ] v0\n"})
     target = index.root / "a.md"
-    real_read = index_mod._read
+    real_read = snapshot_mod.read
     calls = 0
 
     def slow_read(root: Path, rel: str, path: Path) -> object:
@@ -411,7 +411,7 @@ def test_an_update_never_stores_a_snapshot_older_than_the_file(
         return snapshot
 
     put(index, "a.md", "- [ ] v1\n")
-    monkeypatch.setattr(index_mod, "_read", slow_read)
+    monkeypatch.setattr(snapshot_mod, "read", slow_read)
     index.update_path("a.md")
     assert query(index, "SELECT hash FROM notes") == [(content_hash(b"- [x] v2\n"),)]
     assert query(index, "SELECT text, done FROM tasks") == [("v2", 1)]
@@ -454,7 +454,7 @@ def test_a_first_reconcile_tolerates_a_note_indexed_by_a_concurrent_update(
 ) -> None:
     """The index was empty when reconcile began; a tool write was indexed before its batch."""
     index = build({"a.md": "# A\n[[b]]\n", "b.md": "# B\n"}, reconcile=False)
-    real_read = index_mod._read
+    real_read = snapshot_mod.read
     raced = False
 
     def read_while_a_tool_writes(root: Path, rel: str, path: Path) -> object:
@@ -464,7 +464,7 @@ def test_a_first_reconcile_tolerates_a_note_indexed_by_a_concurrent_update(
             index.update_path("a.md")
         return real_read(root, rel, path)
 
-    monkeypatch.setattr(index_mod, "_read", read_while_a_tool_writes)
+    monkeypatch.setattr(snapshot_mod, "read", read_while_a_tool_writes)
     assert without_seconds(index.reconcile()) == (2, 2, 0, 0)
     monkeypatch.undo()
     assert query(index, "SELECT path FROM notes ORDER BY path") == [("a.md",), ("b.md",)]
@@ -493,7 +493,7 @@ def test_update_path_rechecks_that_a_file_is_gone_before_removing_it(
     build: Build, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     index = build({"a.md": "# A\n"})
-    real_read = index_mod._read
+    real_read = snapshot_mod.read
     calls = 0
 
     def read_sees_it_gone_once(root: Path, rel: str, path: Path) -> object:
@@ -501,7 +501,7 @@ def test_update_path_rechecks_that_a_file_is_gone_before_removing_it(
         calls += 1
         return None if calls == 1 else real_read(root, rel, path)
 
-    monkeypatch.setattr(index_mod, "_read", read_sees_it_gone_once)
+    monkeypatch.setattr(snapshot_mod, "read", read_sees_it_gone_once)
     index.update_path("a.md")
     assert calls == 2
     assert query(index, "SELECT path, title FROM notes") == [("a.md", "A")]

@@ -457,6 +457,9 @@ def _open_or_init(root: Path, vault: str) -> Repo:
     fresh = not (root / ".git").exists() and not (root / ".git").is_symlink()
     repo = Repo.init(str(root), default_branch=b"main") if fresh else Repo(str(root))
     with _closing_on_error(repo):
+        if not repo.get_config().has_section((b"core",)) or _unset(repo, b"looseCompression"):
+            # git's own default for loose objects: fast zlib; packing compresses them well later.
+            repo.object_store.loose_compression_level = 1
         if fresh:
             _ensure_gitignore(root / ".gitignore")
         head = repo.refs.follow(_HEAD)[1]
@@ -464,6 +467,14 @@ def _open_or_init(root: Path, vault: str) -> Repo:
         if not valid or (head is not None and head not in repo.object_store):
             raise errors.VersioningOffError(vault, "HEAD does not name a commit")
     return repo
+
+
+def _unset(repo: Repo, name: bytes) -> bool:
+    try:
+        repo.get_config().get((b"core",), name)
+    except KeyError:
+        return True
+    return False
 
 
 @contextlib.contextmanager

@@ -9,10 +9,8 @@ slow watcher can never overwrite a newer state written by a tool.
 from __future__ import annotations
 
 import contextlib
-import os
 import queue
 import sqlite3
-import stat
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -21,12 +19,10 @@ from pathlib import Path
 
 import structlog
 
-from vault_core import linkstore, paths
-from vault_core.errors import NOTE_LIMIT, VaultError
+from vault_core import linkstore, paths, snapshot
 from vault_core.frontmatter import plain_value
-from vault_core.note import Note, parse
 from vault_core.schema import SCHEMA, SCHEMA_VERSION
-from vault_core.text import content_hash
+from vault_core.snapshot import Snapshot
 
 log = structlog.get_logger("vault_core")
 
@@ -43,17 +39,6 @@ class ReconcileStats:
     removed: int
     skipped: int
     seconds: float
-
-
-@dataclass(frozen=True)
-class _Snapshot:
-    """What a file held when it was read: its stat and, for a note, its parse."""
-
-    rel: str
-    mtime_ns: int
-    size: int
-    note: Note | None  # None for an attachment
-    skipped: bool = False  # too large or not UTF-8: the path must not stay in the index
 
 
 class Index:
@@ -73,12 +58,15 @@ class Index:
         """Open or create `<root>/.secondbrain/index.db`; a broken file is rebuilt, loudly."""
         db_path = root / ".secondbrain" / INDEX_FILE
         db_path.parent.mkdir(parents=True, exist_ok=True)
+        index = None
         try:
             index = cls(root, vault, db_path, readers)
             index._migrate()
         except sqlite3.DatabaseError as exc:
             # Loud, but no traceback: the cause is the file, and the fix is the rebuild.
             log.error("index_rebuilt", vault=vault, reason=f"{type(exc).__name__}: {exc}")  # noqa: TRY400
+            if index is not None:
+                index.close()
             _remove_db(db_path)
             index = cls(root, vault, db_path, readers)
             index._migrate()
@@ -148,18 +136,18 @@ class Index:
         """
         target = self.root.joinpath(*rel.split("/"))
         for _ in range(_RETRIES):
-            snapshot = _read(self.root, rel, target)
+            snap = snapshot.read(self.root, rel, target)
             with self._write_lock, self._transaction() as conn:
-                if not _still(self.root, target, snapshot):
+                if not snapshot.still(self.root, target, snap):
                     continue  # the file changed while we read it: read it again
-                if snapshot is None:
+                if snap is None:
                     for gone in [rel, *self._gone_under(conn, rel)]:
                         old = linkstore.names_of(conn, gone)
                         _delete(conn, gone)
                         linkstore.resolve_after_change(conn, gone, old, [])
                     return
                 old = linkstore.names_of(conn, rel)
-                linkstore.resolve_after_change(conn, rel, old, _store(conn, snapshot))
+                linkstore.resolve_after_change(conn, rel, old, _store(conn, snap))
                 return
         log.warning("index_update_gave_up", vault=self.vault, path=rel)
 
@@ -168,7 +156,11 @@ class Index:
         rows = conn.execute(
             "SELECT path FROM notes WHERE path > ? AND path < ?", (rel + "/", rel + "0")
         ).fetchall()
-        return [p for (p,) in rows if _stat(self.root, self.root.joinpath(*p.split("/"))) is None]
+        return [
+            p
+            for (p,) in rows
+            if snapshot.stat_of(self.root, self.root.joinpath(*p.split("/"))) is None
+        ]
 
     def reconcile(self) -> ReconcileStats:
         """Spec §10.2: ingest new and changed files, drop vanished ones, re-resolve links."""
@@ -181,8 +173,13 @@ class Index:
             if known.get(entry.rel) != (entry.mtime_ns, entry.size):
                 todo.append(entry)
         stored: set[str] = set()
-        for start in range(0, len(todo), BATCH):
-            stored |= self._ingest_batch(todo[start : start + BATCH], fresh=not known)
+        batch: list[tuple[paths.Entry, Snapshot | None]] = []
+        for pair in snapshot.read_many(self.root, todo):
+            batch.append(pair)
+            if len(batch) == BATCH:
+                stored |= self._store_batch(batch, fresh=not known)
+                batch = []
+        stored |= self._store_batch(batch, fresh=not known)
         changed, skipped = len(stored), len(todo) - len(stored)
         dropped = any(e.rel in known and e.rel not in stored for e in todo)
         removed = sum(self._remove_if_gone(rel) for rel in set(known) - seen)
@@ -194,45 +191,46 @@ class Index:
                  removed=removed, skipped=skipped, ms=round(stats.seconds * 1000))  # fmt: skip
         return stats
 
-    def _ingest_batch(self, entries: Sequence[paths.Entry], *, fresh: bool) -> set[str]:
-        """Read a batch outside the lock, store it in one transaction (each file whole).
+    def _store_batch(
+        self, snaps: Sequence[tuple[paths.Entry, Snapshot | None]], *, fresh: bool
+    ) -> set[str]:
+        """Store files read outside the lock in one transaction (each file whole).
 
         Returns the paths now indexed. A file that changed between read and store
         is read again on its own; one that vanished since the walk is dropped.
         """
-        snapshots = [(e, _read(self.root, e.rel, e.abs)) for e in entries]
         stored, again = set(), []
         with self._write_lock, self._transaction() as conn:
-            for entry, snapshot in snapshots:
-                if not _still(self.root, entry.abs, snapshot):
+            for entry, snap in snaps:
+                if not snapshot.still(self.root, entry.abs, snap):
                     again.append(entry)
-                elif snapshot is None:
+                elif snap is None:
                     _delete(conn, entry.rel)
                 else:
                     # `fresh` was judged before the lock: an update may have stored it since.
-                    _store(conn, snapshot, fresh=fresh and not _indexed(conn, entry.rel))
-                    if not snapshot.skipped:
+                    _store(conn, snap, fresh=fresh and not _indexed(conn, entry.rel))
+                    if not snap.skipped:
                         stored.add(entry.rel)
         stored.update(e.rel for e in again if self._ingest_one(e.rel, e.abs))
         return stored
 
     def _ingest_one(self, rel: str, target: Path) -> bool:
         for _ in range(_RETRIES):
-            snapshot = _read(self.root, rel, target)
+            snap = snapshot.read(self.root, rel, target)
             with self._write_lock, self._transaction() as conn:
-                if not _still(self.root, target, snapshot):
+                if not snapshot.still(self.root, target, snap):
                     continue
-                if snapshot is None:
+                if snap is None:
                     _delete(conn, rel)
                     return False
-                _store(conn, snapshot)
-                return not snapshot.skipped
+                _store(conn, snap)
+                return not snap.skipped
         return False
 
     def _remove_if_gone(self, rel: str) -> bool:
         target = self.root.joinpath(*rel.split("/"))
         with self._write_lock, self._transaction() as conn:
-            if _stat(self.root, target) is not None:
+            if snapshot.stat_of(self.root, target) is not None:
                 return False  # still there after all (a rename in flight): keep it
             _delete(conn, rel)
             return True
@@ -248,64 +246,6 @@ class Index:
             raise
         else:
             conn.execute("COMMIT")
-
-
-def _stat(root: Path, target: Path) -> os.stat_result | None:
-    """The stat of a regular file the walk would visit: a symlink must stay in the vault."""
-    try:
-        found = target.lstat()
-        if stat.S_ISLNK(found.st_mode):
-            real = target.resolve()
-            if root.resolve() not in real.parents:
-                return None
-            found = real.stat()
-    except (OSError, RuntimeError):  # RuntimeError: a symlink loop on 3.11/3.12
-        return None
-    return found if stat.S_ISREG(found.st_mode) else None
-
-
-def _read(root: Path, rel: str, target: Path) -> _Snapshot | None:
-    """Stat and read one file; None when it is gone or unreadable.
-
-    A note over 4 MiB or not in UTF-8 gives a `skipped` snapshot (with a warning).
-    """
-    found = _stat(root, target)
-    if found is None:
-        return None
-    if not rel.lower().endswith(".md"):
-        return _Snapshot(rel, found.st_mtime_ns, found.st_size, None)
-    if found.st_size > NOTE_LIMIT:
-        log.warning("index_skipped", path=rel, reason="too_large", bytes=found.st_size)
-        return _Snapshot(rel, found.st_mtime_ns, found.st_size, None, skipped=True)
-    try:
-        data = target.read_bytes()
-        note = parse(rel, data, found.st_mtime_ns)
-        _ = note.text
-    except OSError:
-        return None
-    except VaultError as exc:
-        log.warning("index_skipped", path=rel, reason=exc.code)
-        return _Snapshot(rel, found.st_mtime_ns, found.st_size, None, skipped=True)
-    if len(data) != found.st_size:
-        return _Snapshot(rel, -1, -1, note)  # changed between stat and read: retried
-    return _Snapshot(rel, found.st_mtime_ns, found.st_size, note)
-
-
-def _still(root: Path, target: Path, snapshot: _Snapshot | None) -> bool:
-    """True when the file on disk is (still) what the snapshot says, or still absent."""
-    found = _stat(root, target)
-    if found is None or snapshot is None:
-        return found is None and snapshot is None
-    if (found.st_mtime_ns, found.st_size) != (snapshot.mtime_ns, snapshot.size):
-        return False
-    if snapshot.note is None:
-        return True
-    # Two same-size writes within the file system's timestamp granularity share an
-    # mtime: only the bytes tell whether the snapshot is still what the file holds.
-    try:
-        return content_hash(target.read_bytes()) == snapshot.note.content_hash
-    except OSError:
-        return False
 
 
 def _indexed(conn: sqlite3.Connection, rel: str) -> bool:
@@ -327,7 +267,7 @@ _PATH_TABLES = (
 
 
 def _store(
-    conn: sqlite3.Connection, snap: _Snapshot, *, fresh: bool = False
+    conn: sqlite3.Connection, snap: Snapshot, *, fresh: bool = False
 ) -> list[tuple[int, str]]:
     """Spec §10.2 `ingest`: replace every row of the path; returns its link names.
 
@@ -336,6 +276,7 @@ def _store(
     if not fresh:
         _delete(conn, snap.rel)
     if snap.skipped:
+        log.warning("index_skipped", path=snap.rel, reason=snap.skipped, bytes=snap.size)
         return []
     note = snap.note
     if note is None:
