@@ -119,3 +119,26 @@ def test_git_can_be_switched_off(tmp_path: Path) -> None:
             opened.history()
     finally:
         lib.close()
+
+
+def test_restore_writes_an_old_revision_back_through_the_write_path(library: Library) -> None:
+    opened = library.get("default")
+    vault = opened.vault
+    first = edit.apply(
+        vault, WriteOp("n.md", lambda _c, _e: "# N\nfirst\n", reason="note_create: n.md")
+    )
+    edit.apply(
+        vault, WriteOp("n.md", lambda c, _e: c.replace("first", "second"), reason="note_edit: n.md")
+    )
+    (old, *_rest) = reversed(opened.history().history("n.md"))
+    preview = opened.restore("n", old.commit, dry_run=True)
+    assert preview.dry_run
+    assert "second" in (vault.root / "n.md").read_text()
+    result = opened.restore("n", old.commit, actor=Actor("carol"))
+    assert (vault.root / "n.md").read_bytes().decode() == first.text
+    assert result.response()["restored_from"] == old.commit
+    assert search.search(opened.index, "first").total == 1
+    log = git_log(vault.root, "-1", "--format=%an|%s")
+    assert log == f"carol|note_restore: n.md to {old.commit}\n"
+    trash = list((vault.root / ".secondbrain" / "trash").iterdir())
+    assert any("second" in p.read_text() for p in trash)

@@ -14,10 +14,12 @@ from pathlib import Path
 
 import structlog
 
-from vault_core import layouts, paths
+from vault_core import edit, layouts, paths
+from vault_core.edit import WriteOp, WriteResult
 from vault_core.errors import NotFoundError, VaultError, VersioningOffError
 from vault_core.gitstore import GitStore, Identity
 from vault_core.index import Index
+from vault_core.text import decode
 from vault_core.vault import Actor, Vault
 from vault_core.watch import Watcher
 
@@ -112,6 +114,24 @@ class OpenVault:
         if self.git is None:
             raise VersioningOffError(self.name, self.git_error or "git is disabled")
         return self.git
+
+    def restore(
+        self, path: str, revision: str, *, dry_run: bool = False, actor: Actor | None = None
+    ) -> WriteResult:
+        """Write a note back as it was at `revision`, through the normal write path.
+
+        The current text goes to the trash and stays in history; `updated` is left
+        as the restored text has it (spec §11.5, §13.8).
+        """
+        git = self.history()
+        resolved = self.vault.resolve_note(path)
+        full = git.resolve(revision)
+        old = decode(git.contents(resolved.rel, full), resolved.rel).text
+        op = WriteOp(resolved.rel, lambda _cur, _exists: old, dry_run=dry_run, skip_touch=True,
+                     reason=f"note_restore: {resolved.rel} to {full[:12]}")  # fmt: skip
+        result = edit.apply(self.vault, op, actor)
+        result.extra["restored_from"] = full[:12]
+        return result
 
     def fresh(self) -> None:
         """Reconcile when no watcher keeps the index current (failed or disabled)."""
