@@ -24,26 +24,15 @@ from markdown_it.token import Token
 
 from vault_core import links, linkstore, queries
 from vault_core.index import Index
-from vault_core.testing import corpus_dir, make_vault
+from vault_core.testing import corpus_dir
 
 Build = Callable[[dict[str, str | bytes]], Index]
 LINK_COLUMNS = "src, target, anchor, alias, wiki, resolved"
 
 
 @pytest.fixture
-def build(tmp_path: Path) -> Iterator[Build]:
-    opened: list[Index] = []
-
-    def _build(files: dict[str, str | bytes]) -> Index:
-        vault = make_vault(tmp_path, files)
-        index = Index.open(vault.root, vault.name)
-        opened.append(index)
-        index.reconcile()
-        return index
-
-    yield _build
-    for index in opened:
-        index.close()
+def build(build_index: Build) -> Build:
+    return build_index
 
 
 def link_rows(index: Index, src: str | None = None) -> list[tuple[object, ...]]:

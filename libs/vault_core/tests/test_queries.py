@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterator
-from pathlib import Path
+import functools
+from collections.abc import Callable
 
 import pytest
 
@@ -12,7 +11,6 @@ from vault_core import queries
 from vault_core.index import Index
 from vault_core.queries import Related
 from vault_core.search import modified
-from vault_core.testing import make_vault
 
 Build = Callable[..., Index]
 SECOND = 1_000_000_000
@@ -20,23 +18,9 @@ T0 = 1_700_000_000 * SECOND  # 2023-11-14T22:13:20Z
 
 
 @pytest.fixture
-def build(tmp_path: Path) -> Iterator[Build]:
-    """A reconciled index over `files`; every file's mtime is T0 + the seconds in `mtimes`."""
-    opened: list[Index] = []
-
-    def _build(files: dict[str, str | bytes], mtimes: dict[str, int] | None = None) -> Index:
-        vault = make_vault(tmp_path, files)
-        for rel in files:
-            stamp = T0 + (mtimes or {}).get(rel, 0) * SECOND
-            os.utime(vault.root.joinpath(*rel.split("/")), ns=(stamp, stamp))
-        index = Index.open(vault.root, vault.name)
-        opened.append(index)
-        index.reconcile()
-        return index
-
-    yield _build
-    for index in opened:
-        index.close()
+def build(build_index: Build) -> Build:
+    """Every file pinned at T0 unless `mtimes` says otherwise."""
+    return functools.partial(build_index, pin_all=True)
 
 
 def size(files: dict[str, str | bytes], *rels: str) -> int:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
@@ -13,7 +11,6 @@ from vault_core import search
 from vault_core.errors import InvalidArgumentError
 from vault_core.index import Index
 from vault_core.search import Filters
-from vault_core.testing import make_vault
 
 Build = Callable[..., Index]
 SECOND = 1_000_000_000
@@ -21,23 +18,8 @@ T0 = 1_700_000_000 * SECOND  # 2023-11-14T22:13:20Z
 
 
 @pytest.fixture
-def build(tmp_path: Path) -> Iterator[Build]:
-    """A reconciled index over `files`; `mtimes` (path → seconds after T0) pins mtimes."""
-    opened: list[Index] = []
-
-    def _build(files: dict[str, str | bytes], mtimes: dict[str, int] | None = None) -> Index:
-        vault = make_vault(tmp_path, files)
-        for rel, seconds in (mtimes or {}).items():
-            stamp = T0 + seconds * SECOND
-            os.utime(vault.root.joinpath(*rel.split("/")), ns=(stamp, stamp))
-        index = Index.open(vault.root, vault.name)
-        opened.append(index)
-        index.reconcile()
-        return index
-
-    yield _build
-    for index in opened:
-        index.close()
+def build(build_index: Build) -> Build:
+    return build_index
 
 
 def paths_of(results: search.Results) -> list[str]:
