@@ -502,8 +502,20 @@ def test_update_path_rechecks_that_a_file_is_gone_before_removing_it(
         return None if calls == 1 else real_read(root, rel, path)
 
     monkeypatch.setattr(snapshot_mod, "read", read_sees_it_gone_once)
+    (index.root / "a.md").write_text("# A, changed\n")
     index.update_path("a.md")
     assert calls == 2
+    assert query(index, "SELECT path, title FROM notes") == [("a.md", "A, changed")]
+
+
+def test_an_update_for_a_file_the_index_already_holds_reads_no_note(
+    build: Build, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = build({"a.md": "# A\n"})
+    calls: list[str] = []
+    monkeypatch.setattr(snapshot_mod, "read", lambda root, rel, path: calls.append(rel))
+    index.update_path("a.md")
+    assert calls == []
     assert query(index, "SELECT path, title FROM notes") == [("a.md", "A")]
 
 

@@ -23,6 +23,7 @@ from vault_core import linkstore, paths, snapshot
 from vault_core.frontmatter import plain_value
 from vault_core.schema import SCHEMA, SCHEMA_VERSION
 from vault_core.snapshot import Snapshot
+from vault_core.text import content_hash
 
 log = structlog.get_logger("vault_core")
 
@@ -135,6 +136,8 @@ class Index:
         moved out of the vault is reported as that one path.
         """
         target = self.root.joinpath(*rel.split("/"))
+        if self._unchanged(rel, target):
+            return  # e.g. the watcher reporting a write this index already took in
         for _ in range(_RETRIES):
             snap = snapshot.read(self.root, rel, target)
             with self._write_lock, self._transaction() as conn:
@@ -150,6 +153,22 @@ class Index:
                 linkstore.resolve_after_change(conn, rel, old, _store(conn, snap))
                 return
         log.warning("index_update_gave_up", vault=self.vault, path=rel)
+
+    def _unchanged(self, rel: str, target: Path) -> bool:
+        """The index already holds exactly what the file holds (stat and content hash)."""
+        found = snapshot.stat_of(self.root, target)
+        if found is None:
+            return False
+        with self.reading() as conn:
+            row = conn.execute(
+                "SELECT mtime, size, hash, is_note FROM notes WHERE path = ?", (rel,)
+            ).fetchone()
+        if row is None or (row[0], row[1]) != (found.st_mtime_ns, found.st_size):
+            return False
+        try:
+            return not row[3] or content_hash(target.read_bytes()) == row[2]
+        except OSError:
+            return False
 
     def _gone_under(self, conn: sqlite3.Connection, rel: str) -> list[str]:
         """Indexed paths below folder `rel` whose files are gone ('0' is the byte after '/')."""
