@@ -526,3 +526,22 @@ def test_opening_a_repository_full_of_loose_objects_packs_it(
     counts = dict(line.split(": ") for line in git(root, "count-objects", "-v").splitlines())
     assert counts["count"] == "0"
     assert os.listdir(root / ".git" / "objects" / "pack")
+
+
+def test_many_commits_in_one_big_folder_keep_the_trees_git_would_write(
+    root: Path, store: GitStore
+) -> None:
+    rels = [write(root, f"wiki/note-{i:03d}.md", f"# {i}\n") for i in range(300)]
+    store.commit("import", rels)
+    for k in range(40):
+        rel = rels[(k * 7) % len(rels)]
+        write(root, rel, f"# edited {k}\n")
+        store.commit(f"edit {k}", [rel])
+        if k == 20:
+            git(root, "gc", "--quiet")  # trees now come from a pack, through deltas
+    git(root, "fsck", "--strict")
+    assert git(root, "status", "--porcelain") == ""
+    listed = git(root, "ls-tree", "-r", "--name-only", "HEAD").split()
+    assert sorted(listed) == sorted([".gitignore", *rels])
+    last = rels[(39 * 7) % len(rels)]
+    assert git(root, "show", f"HEAD:{last}") == "# edited 39\n"

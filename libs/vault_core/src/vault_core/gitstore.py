@@ -7,6 +7,7 @@ threads and never fail or delay a write.
 from __future__ import annotations
 
 import bisect
+import collections
 import contextlib
 import difflib
 import functools
@@ -22,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeAlias
+from typing import Any, TypeAlias, cast
 
 import structlog
 from dulwich import errors as git_errors
@@ -31,7 +32,7 @@ from dulwich import porcelain
 from dulwich.client import default_urllib3_manager
 from dulwich.file import FileLocked, GitFile
 from dulwich.ignore import IgnoreFilterManager
-from dulwich.object_store import commit_tree_changes, tree_lookup_path
+from dulwich.object_store import BaseObjectStore, commit_tree_changes, tree_lookup_path
 from dulwich.objects import S_ISGITLINK, Commit, ObjectID, SubmoduleEncountered, Tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
@@ -86,6 +87,7 @@ class GitStore:
         self._token: str | None = None
         self._lock = threading.RLock()
         self._index = _IndexFile(repo.index_path())
+        self._trees = _TreeCache(repo.object_store)
         self._commits = 0
         self._closed = False
         self._pusher = _Worker(f"git-push-{vault}", self._push)
@@ -236,7 +238,9 @@ class GitStore:
         changes = {c[0]: c for rel in wanted for c in self._stage(head_tree, rel, ignores)}
         tree = head_tree
         if changes:
-            tree = commit_tree_changes(repo.object_store, head_tree or Tree(), [*changes.values()])
+            # The cache stands in for the store: commit_tree_changes only reads and adds.
+            store = cast("BaseObjectStore", self._trees)
+            tree = commit_tree_changes(store, head_tree or Tree(), [*changes.values()])
         if tree is None or tree == head_tree:
             self._index.flush()
             return None
@@ -292,7 +296,7 @@ class GitStore:
         if tree is None:
             return None
         with contextlib.suppress(*_MISSING):
-            return tree_lookup_path(self._repo.object_store.__getitem__, tree, key)
+            return tree_lookup_path(self._trees.__getitem__, tree, key)
         return None
 
     def _tree_of(self, sha: ObjectID) -> ObjectID:
@@ -359,6 +363,41 @@ class GitStore:
             log.info("git_packed", vault=self._vault, objects=len(loose))
         except Exception as exc:  # noqa: BLE001 - see _push
             log.warning("git_pack_failed", vault=self._vault, error=_describe(exc))
+
+
+class _TreeCache:
+    """Recent trees kept in memory, as raw bytes, in front of the object store.
+
+    A commit rewrites the tree of every folder on the note's path; a folder of
+    thousands of notes would otherwise be read back (from a pack, through deltas)
+    on every write. Each read gets a fresh object: commit_tree_changes edits it.
+    """
+
+    def __init__(self, store: Any, size: int = 64) -> None:
+        self._store = store
+        self._raw: collections.OrderedDict[bytes, bytes] = collections.OrderedDict()
+        self._size = size
+
+    def __getitem__(self, sha: bytes) -> Any:
+        raw = self._raw.get(sha)
+        if raw is not None:
+            self._raw.move_to_end(sha)
+            return Tree.from_raw_string(Tree.type_num, raw, ObjectID(sha))
+        found = self._store[sha]
+        if isinstance(found, Tree):
+            self._keep(sha, found.as_raw_string())
+        return found
+
+    def add_object(self, obj: Any) -> None:
+        self._store.add_object(obj)
+        if isinstance(obj, Tree):
+            self._keep(obj.id, obj.as_raw_string())
+
+    def _keep(self, sha: bytes, raw: bytes) -> None:
+        self._raw[sha] = raw
+        self._raw.move_to_end(sha)
+        while len(self._raw) > self._size:
+            self._raw.popitem(last=False)
 
 
 class _IndexFile:
