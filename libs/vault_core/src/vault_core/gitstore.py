@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeAlias, cast
+from typing import Any, TypeAlias
 
 import structlog
 from dulwich import errors as git_errors
@@ -32,8 +32,14 @@ from dulwich import porcelain
 from dulwich.client import default_urllib3_manager
 from dulwich.file import FileLocked, GitFile
 from dulwich.ignore import IgnoreFilterManager
-from dulwich.object_store import BaseObjectStore, commit_tree_changes, tree_lookup_path
-from dulwich.objects import S_ISGITLINK, Commit, ObjectID, SubmoduleEncountered, Tree
+from dulwich.objects import (
+    S_ISGITLINK,
+    Commit,
+    ObjectID,
+    SubmoduleEncountered,
+    Tree,
+    hex_to_sha,
+)
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
@@ -57,6 +63,7 @@ _DULWICH = (git_errors.ChecksumMismatch, git_errors.FileFormatException, FileLoc
 _GIT_ERRORS = (OSError, ValueError, zlib.error, struct.error, *_MISSING, *_DULWICH)
 
 _Change: TypeAlias = tuple[bytes, int | None, ObjectID | None]
+_Entries: TypeAlias = dict[bytes, tuple[int, ObjectID]]
 _Entry: TypeAlias = tuple[int, ObjectID] | None
 
 
@@ -87,7 +94,7 @@ class GitStore:
         self._token: str | None = None
         self._lock = threading.RLock()
         self._index = _IndexFile(repo.index_path())
-        self._trees = _TreeCache(repo.object_store)
+        self._trees = _Trees(repo.object_store)
         self._commits = 0
         self._closed = False
         self._pusher = _Worker(f"git-push-{vault}", self._push)
@@ -238,9 +245,7 @@ class GitStore:
         changes = {c[0]: c for rel in wanted for c in self._stage(head_tree, rel, ignores)}
         tree = head_tree
         if changes:
-            # The cache stands in for the store: commit_tree_changes only reads and adds.
-            store = cast("BaseObjectStore", self._trees)
-            tree = commit_tree_changes(store, head_tree or Tree(), [*changes.values()])
+            tree = self._trees.update(head_tree, [*changes.values()], top=True)
         if tree is None or tree == head_tree:
             self._index.flush()
             return None
@@ -296,7 +301,7 @@ class GitStore:
         if tree is None:
             return None
         with contextlib.suppress(*_MISSING):
-            return tree_lookup_path(self._trees.__getitem__, tree, key)
+            return self._trees.lookup(tree, key)
         return None
 
     def _tree_of(self, sha: ObjectID) -> ObjectID:
@@ -365,39 +370,129 @@ class GitStore:
             log.warning("git_pack_failed", vault=self._vault, error=_describe(exc))
 
 
-class _TreeCache:
-    """Recent trees kept in memory, as raw bytes, in front of the object store.
+@dataclass(frozen=True)
+class _Listing:
+    """One tree: its entries, and their serialized form in git's order, ready to join."""
 
-    A commit rewrites the tree of every folder on the note's path; a folder of
-    thousands of notes would otherwise be read back (from a pack, through deltas)
-    on every write. Each read gets a fresh object: commit_tree_changes edits it.
+    entries: dict[bytes, tuple[int, ObjectID]]
+    keys: list[bytes]  # sort keys: a folder sorts as if its name ended in "/"
+    chunks: list[bytes]  # b"<mode> <name>\0<20-byte sha>", in the order of `keys`
+
+    @classmethod
+    def of(cls, entries: dict[bytes, tuple[int, ObjectID]]) -> _Listing:
+        ordered = sorted(entries.items(), key=lambda item: _sort_key(item[0], item[1][0]))
+        return cls(
+            dict(entries),
+            [_sort_key(name, mode) for name, (mode, _sha) in ordered],
+            [_chunk(name, mode, sha) for name, (mode, sha) in ordered],
+        )
+
+    def changed(self, name: bytes, entry: tuple[int, ObjectID] | None) -> _Listing:
+        """A copy with `name` set to `entry` (None removes it)."""
+        entries, keys, chunks = dict(self.entries), list(self.keys), list(self.chunks)
+        old = entries.pop(name, None)
+        if old is not None:
+            at = bisect.bisect_left(keys, _sort_key(name, old[0]))
+            del keys[at], chunks[at]
+        if entry is not None:
+            entries[name] = entry
+            key = _sort_key(name, entry[0])
+            at = bisect.bisect_left(keys, key)
+            keys.insert(at, key)
+            chunks.insert(at, _chunk(name, *entry))
+        return _Listing(entries, keys, chunks)
+
+
+def _sort_key(name: bytes, mode: int) -> bytes:
+    return name + b"/" if stat.S_ISDIR(mode) else name
+
+
+def _chunk(name: bytes, mode: int, sha: ObjectID) -> bytes:
+    return b"%o %s\0%s" % (mode, name, hex_to_sha(sha))
+
+
+class _RawTree:
+    """A tree object known only by its bytes: what `add_object` needs, without a parse."""
+
+    type_name = b"tree"
+
+    def __init__(self, raw: bytes) -> None:
+        self._object = b"tree %d\0" % len(raw) + raw
+        self.id = ObjectID(hashlib.sha1(self._object, usedforsecurity=False).hexdigest().encode())
+
+    def get_id(self, *_format: object) -> ObjectID:
+        return self.id
+
+    def as_legacy_object(self, compression_level: int = -1) -> bytes:
+        return zlib.compress(self._object, compression_level)
+
+
+class _Trees:
+    """Trees kept in memory in serialized pieces; a changed tree is one join, one hash.
+
+    A commit rewrites the tree of every folder on the note's path. For a folder of
+    thousands of notes, reading that tree back (from a pack, through deltas) and
+    letting dulwich parse, edit and serialize it entry by entry cost more than the
+    rest of the commit put together.
     """
 
     def __init__(self, store: Any, size: int = 64) -> None:
         self._store = store
-        self._raw: collections.OrderedDict[bytes, bytes] = collections.OrderedDict()
+        self._listings: collections.OrderedDict[ObjectID, _Listing] = collections.OrderedDict()
         self._size = size
 
-    def __getitem__(self, sha: bytes) -> Any:
-        raw = self._raw.get(sha)
-        if raw is not None:
-            self._raw.move_to_end(sha)
-            return Tree.from_raw_string(Tree.type_num, raw, ObjectID(sha))
-        found = self._store[sha]
-        if isinstance(found, Tree):
-            self._keep(sha, found.as_raw_string())
+    def listing(self, sha: ObjectID) -> _Listing:
+        found = self._listings.get(sha)
+        if found is None:
+            tree = self._store[sha]
+            if not isinstance(tree, Tree):
+                raise git_errors.NotTreeError(sha)
+            found = _Listing.of({name: (mode, hexsha) for name, mode, hexsha in tree.iteritems()})
+            self._keep(sha, found)
+        else:
+            self._listings.move_to_end(sha)
         return found
 
-    def add_object(self, obj: Any) -> None:
-        self._store.add_object(obj)
-        if isinstance(obj, Tree):
-            self._keep(obj.id, obj.as_raw_string())
+    def lookup(self, tree: ObjectID, key: bytes) -> tuple[int, ObjectID] | None:
+        """Mode and sha of `key` (a/b/c) under `tree`, or None."""
+        *folders, name = key.split(b"/")
+        for folder in folders:
+            entry = self.listing(tree).entries.get(folder)
+            if entry is None or not stat.S_ISDIR(entry[0]):
+                return None
+            tree = entry[1]
+        return self.listing(tree).entries.get(name)
 
-    def _keep(self, sha: bytes, raw: bytes) -> None:
-        self._raw[sha] = raw
-        self._raw.move_to_end(sha)
-        while len(self._raw) > self._size:
-            self._raw.popitem(last=False)
+    def update(
+        self, tree: ObjectID | None, changes: Sequence[_Change], *, top: bool = False
+    ) -> ObjectID | None:
+        """The sha of `tree` with `changes` applied; an emptied folder gives None."""
+        listing = self.listing(tree) if tree is not None else _Listing({}, [], [])
+        nested: dict[bytes, list[_Change]] = collections.defaultdict(list)
+        for path, mode, sha in changes:
+            folder, sep, rest = path.partition(b"/")
+            if sep:
+                nested[folder].append((rest, mode, sha))
+            else:
+                entry = None if sha is None else (mode or stat.S_IFREG | 0o644, sha)
+                listing = listing.changed(folder, entry)
+        for folder, inner in nested.items():
+            old = listing.entries.get(folder)
+            sub = self.update(old[1] if old and stat.S_ISDIR(old[0]) else None, inner)
+            listing = listing.changed(folder, None if sub is None else (stat.S_IFDIR, sub))
+        return self._write(listing) if listing.entries or top else None
+
+    def _write(self, listing: _Listing) -> ObjectID:
+        tree = _RawTree(b"".join(listing.chunks))
+        self._store.add_object(tree)  # duck-typed: add_object asks only for the id and the bytes
+        self._keep(tree.id, listing)
+        return tree.id
+
+    def _keep(self, sha: ObjectID, listing: _Listing) -> None:
+        self._listings[sha] = listing
+        self._listings.move_to_end(sha)
+        while len(self._listings) > self._size:
+            self._listings.popitem(last=False)
 
 
 class _IndexFile:
