@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from tickets import testing as tt
+from vault_node.testing import key_files
+
 CLI = [sys.executable, "-c", "from vault_node.cli import main; main()"]
 
 
@@ -63,3 +66,34 @@ def test_creating_an_existing_vault_is_refused(tmp_path: Path) -> None:
     result = run("vault", "create", "x", "--data-dir", "d", cwd=tmp_path)
     assert result.returncode == 2
     assert "already exists" in result.stdout
+
+
+def write_config(tmp_path: Path, **extra: str) -> Path:
+    jwks, revocations = key_files(tmp_path, tt.throwaway_key())
+    values = {
+        "public_url": "https://node-a.test",
+        "data_dir": str(tmp_path / "data"),
+        "issuer": "https://center.test",
+        "jwks_file": str(jwks),
+        "revocation_file": str(revocations),
+        **extra,
+    }
+    path = tmp_path / "node.yaml"
+    path.write_text("".join(f"{key}: {value}\n" for key, value in values.items()))
+    return path
+
+
+def test_validate_accepts_a_good_configuration(tmp_path: Path) -> None:
+    result = run("validate", "--config", str(write_config(tmp_path)), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "configuration ok: serving https://node-a.test/mcp" in result.stdout
+    assert "1 trusted key(s)" in result.stdout
+
+
+def test_validate_names_every_problem_and_exits_2(tmp_path: Path) -> None:
+    path = write_config(tmp_path, max_response_bytes="10", data_dir="relative")
+    result = run("validate", "--config", str(path), cwd=tmp_path)
+    assert result.returncode == 2
+    assert "max_response_bytes must be at least 4096" in result.stdout
+    assert "data_dir 'relative' must be an absolute path" in result.stdout
+    assert "Traceback" not in result.stdout + result.stderr

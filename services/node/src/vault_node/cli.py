@@ -1,19 +1,22 @@
-"""The `secondbrain` command: manage and inspect the vaults a node serves.
+"""The `secondbrain` command: run the node, check its configuration, manage vaults.
 
-Remote operations (the MCP server, sign-in) arrive with the node service; the
-verbs here work directly on a data directory.
+`serve` runs the MCP server; `validate` checks a configuration without starting it;
+the `vault` verbs and `up` work directly on a data directory.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from importlib.metadata import version as package_version
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+import uvicorn
 from rich.console import Console
 from rich.table import Table
 
@@ -21,6 +24,10 @@ from vault_core import layouts, paths
 from vault_core.errors import NOTE_LIMIT, VaultError
 from vault_core.note import parse as parse_note
 from vault_core.vault import Vault, read_limited
+from vault_node.app import configure_logging, create_app, create_metrics_app, serve_all
+from vault_node.auth import KeySource
+from vault_node.config import DEFAULT_CONFIG, load_config
+from vault_node.errors import ConfigError
 
 app = typer.Typer(
     help="secondbrain: Markdown vaults for AI agents. Verbs that work on a data directory.",
@@ -39,6 +46,14 @@ DataDir = Annotated[
     ),
 ]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
+ConfigPath = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        help="YAML configuration file; without it $SECONDBRAIN_CONFIG or "
+        "/etc/secondbrain/config.yaml is read if it exists.",
+    ),
+]
 
 
 @dataclass
@@ -139,6 +154,47 @@ def up(data_dir: DataDir = Path("data"), as_json: Json = False) -> None:
         )
 
 
+@app.command()
+def serve(config_path: ConfigPath = None) -> None:
+    """Run the node: MCP on /mcp, health on /healthz (settings: docs/node.md)."""
+    config = load_config(config_path)
+    configure_logging(config.log_level)
+    source = config_path or Path(os.environ.get("SECONDBRAIN_CONFIG", "") or DEFAULT_CONFIG)
+    node_app = create_app(config, config_path=source if source.is_file() else None)
+    side = None
+    if config.metrics and config.metrics_listen:
+        side = _server(
+            create_metrics_app(node_app.state.node), *config.host_port(config.metrics_listen)
+        )
+    asyncio.run(serve_all(_server(node_app, *config.host_port()), side))
+
+
+def _server(asgi: Any, host: str, port: int) -> uvicorn.Server:
+    return uvicorn.Server(
+        uvicorn.Config(
+            asgi,
+            host=host,
+            port=port,
+            log_level="warning",
+            access_log=False,
+            server_header=False,
+            timeout_graceful_shutdown=10,
+        )
+    )
+
+
+@app.command()
+def validate(config_path: ConfigPath = None) -> None:
+    """Check the configuration (and the key file it names) without starting the node."""
+    config = load_config(config_path)
+    keys = KeySource(config).initial()
+    print(
+        f"configuration ok: serving {config.resource} from {config.data_dir}, "
+        f"{len(keys)} trusted key(s), issuer {config.issuer}"
+    )
+    print(config.metrics_summary())
+
+
 class VaultCliError(Exception):
     """A CLI usage problem with a message for the person at the terminal."""
 
@@ -163,6 +219,9 @@ def main() -> None:
     """Entry point: domain errors become one readable line and exit code 2."""
     try:
         app()  # standalone: usage errors, --help and exit codes are typer's
+    except ConfigError as exc:
+        print("error: invalid configuration:", *exc.problems, sep="\n  ")
+        sys.exit(2)
     except (VaultError, VaultCliError) as exc:
         console.print(f"[red]error:[/] {exc}", highlight=False)
         sys.exit(2)

@@ -1,0 +1,259 @@
+"""The node's FastAPI application: `/mcp`, `/healthz`, protected-resource metadata.
+
+`create_app` wires what the node holds (the vault library, the token verifier and its
+revocation feed) into the routes; the lifespan opens and closes them and runs the
+background jobs (revocation polling, trash purge).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import sys
+import time
+from collections.abc import AsyncIterator, MutableMapping
+from importlib.metadata import version as package_version
+from pathlib import Path
+from typing import Any
+
+import structlog
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import JSONResponse
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.routing import Route
+
+from tickets import Verifier
+from vault_core import Identity, Library, Settings
+from vault_core.vault import rfc3339
+from vault_node import auth, metrics, rpc
+from vault_node.config import NodeConfig
+from vault_node.metrics import Metrics
+from vault_node.ratelimit import Buckets
+from vault_node.reload import Reloader
+
+log = structlog.get_logger("vault_node")
+
+TRASH_PURGE_INTERVAL = 3600.0
+
+
+class Node:
+    """What one running node holds, shared by every request."""
+
+    def __init__(
+        self,
+        config: NodeConfig,
+        library: Library | None,
+        verifier: Verifier | None,
+        config_path: Path | None = None,
+    ) -> None:
+        self.config = config
+        self.feed: auth.RevocationFeed | None = None
+        if verifier is None:
+            verifier, self.feed = auth.build_verifier(config)
+        self.verifier = verifier
+        self.buckets = Buckets(config.rate_limit)
+        self.metrics = Metrics(self) if config.metrics else None
+        self._library = library
+        self._owns_library = library is None
+        self.started = dt.datetime.now(dt.UTC)
+        self._clock = time.monotonic()
+        self._jobs: list[asyncio.Task[None]] = []
+        self.reloader = Reloader(self, config_path) if config_path is not None else None
+
+    @property
+    def library(self) -> Library:
+        assert self._library is not None, "the node is not started"
+        return self._library
+
+    def open_library(self) -> Library:
+        config = self.config
+        settings = Settings(
+            git=config.git,
+            committer=Identity(config.git_author, config.git_email),
+            git_remote=config.git_remote or None,
+            git_token=config.git_token or None,
+            watch=config.watch,
+        )
+        return Library(config.data_dir, settings, config.default_vault).open_all()
+
+    async def start(self) -> None:
+        if self._library is None:
+            self._library = await run_in_threadpool(self.open_library)
+        if self.feed is not None:
+            if not await run_in_threadpool(self.feed.poll_once):
+                log.error(
+                    "revocation_unavailable",
+                    detail="every token is refused until a revocation snapshot arrives",
+                )
+            self._jobs.append(asyncio.create_task(self.feed.run()))
+        self._jobs.append(asyncio.create_task(self._purge_trash_forever()))
+        if self.reloader is not None:
+            self.reloader.on_sighup()
+            self._jobs.append(asyncio.create_task(self.reloader.watch()))
+        if self.metrics is not None and not (self.config.metrics_key or self.config.metrics_listen):
+            log.warning(
+                "metrics_unprotected",
+                path=self.config.metrics_path,
+                hint="set metrics_key, or serve metrics on metrics_listen",
+            )
+        log.info("startup", vaults=len(self.library.names()), resource=self.config.resource)
+
+    async def stop(self) -> None:
+        for job in self._jobs:
+            job.cancel()
+        for job in self._jobs:
+            with contextlib.suppress(asyncio.CancelledError):
+                await job
+        if self._owns_library and self._library is not None:
+            await run_in_threadpool(self._library.close)
+        log.info("shutdown")
+
+    async def _purge_trash_forever(self) -> None:
+        while True:
+            await run_in_threadpool(self.purge_trash)
+            await asyncio.sleep(TRASH_PURGE_INTERVAL)
+
+    def purge_trash(self, now: float | None = None) -> int:
+        """Delete trash copies older than `trash_retention`; returns how many went."""
+        cutoff = (time.time() if now is None else now) - self.config.seconds("trash_retention")
+        removed = 0
+        for name in self.library.names():
+            trash = self.library.get(name).vault.state_dir / "trash"
+            for copy in trash.glob("*") if trash.is_dir() else ():
+                with contextlib.suppress(OSError):
+                    if copy.is_file() and copy.stat().st_mtime < cutoff:
+                        copy.unlink()
+                        removed += 1
+        if removed:
+            log.info("trash_purged", files=removed)
+            if self.metrics is not None:
+                self.metrics.trash_purged.inc(removed)
+        return removed
+
+    def health(self) -> dict[str, object]:
+        age = self.verifier.revocation.age()
+        return {
+            "status": "ok",
+            "version": package_version("secondbrain"),
+            "commit": self.config.commit or "unknown",
+            "vaults": len(self.library.names()),
+            "started": rfc3339(self.started),
+            "uptime_seconds": int(time.monotonic() - self._clock),
+            "protocol_versions": list(rpc.SUPPORTED_VERSIONS),
+            "revocation_age_seconds": None if age is None else round(age, 1),
+            "stateless": True,
+        }
+
+
+def create_app(
+    config: NodeConfig,
+    *,
+    library: Library | None = None,
+    verifier: Verifier | None = None,
+    config_path: Path | None = None,
+) -> FastAPI:
+    """The node as an ASGI app. `config_path` enables reloads (SIGHUP, file change);
+    pass `library`/`verifier` to share ready ones (tests)."""
+    node = Node(config, library, verifier, config_path)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await node.start()
+        try:
+            yield
+        finally:
+            await node.stop()
+
+    app = FastAPI(lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.node = node
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=config.allowed_origins or ["*"],
+        allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+        allow_headers=[
+            "Authorization",
+            "Content-Type",
+            "MCP-Protocol-Version",
+            "Mcp-Session-Id",
+            "Last-Event-ID",
+        ],
+        expose_headers=["WWW-Authenticate", "MCP-Protocol-Version"],
+        max_age=600,
+    )
+    app.include_router(rpc.router)
+    app.include_router(auth.metadata_router(config))
+    if config.metrics:
+        app.add_middleware(metrics.CountRequests, node=node)
+        if not config.metrics_listen:
+            app.router.add_route(config.metrics_path, metrics.endpoint, include_in_schema=False)
+
+    @app.get("/healthz", include_in_schema=False)
+    async def healthz(request: Request) -> JSONResponse:
+        return JSONResponse(node.health(), headers={"Cache-Control": "no-store"})
+
+    return app
+
+
+def create_metrics_app(node: Node) -> Starlette:
+    """The second listener of spec §16.6: the metrics path and a bare `/healthz` only."""
+
+    async def healthz(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    app = Starlette(
+        routes=[Route(node.config.metrics_path, metrics.endpoint), Route("/healthz", healthz)]
+    )
+    app.state.node = node
+    return app
+
+
+async def serve_all(main: uvicorn.Server, side: uvicorn.Server | None = None) -> None:
+    """Run the main listener and, if configured, the metrics listener until shutdown.
+
+    A metrics listener that cannot bind is logged; the main listener keeps running.
+    """
+
+    async def serve_side(server: uvicorn.Server) -> None:
+        try:
+            await server.serve()
+        except SystemExit:
+            log.error("metrics_listener_failed")  # noqa: TRY400 — uvicorn logged the cause
+
+    side_task = asyncio.create_task(serve_side(side)) if side is not None else None
+    await main.serve()
+    if side is not None and side_task is not None:
+        side.should_exit = True
+        await side_task
+
+
+def configure_logging(level: str = "info") -> None:
+    """One JSON object per line on stdout: `ts` (ms, UTC), `level`, `event`, fields."""
+    levels = {
+        "debug": logging.DEBUG,
+        "info": logging.INFO,
+        "warn": logging.WARNING,
+        "error": logging.ERROR,
+    }
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="%Y-%m-%dT%H:%M:%S.%fZ", utc=True, key="ts"),
+            _milliseconds,
+            structlog.processors.JSONRenderer(),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(levels.get(level, logging.INFO)),
+        logger_factory=structlog.PrintLoggerFactory(sys.stdout),
+        cache_logger_on_first_use=False,  # tests reconfigure; caching would pin old sinks
+    )
+
+
+def _milliseconds(_: object, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    ts = event.get("ts")
+    if isinstance(ts, str) and ts.endswith("Z") and "." in ts:
+        event["ts"] = ts[:23] + "Z"
+    return event

@@ -1,0 +1,270 @@
+"""Node configuration (spec §3): defaults, then a YAML file, then `SECONDBRAIN_*` variables.
+
+Everything is validated before the node starts; a bad value stops the process with
+one line per problem. Secrets may be given as `env:NAME` or `file:/path`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+import yaml
+from pydantic import ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
+
+from vault_core.paths import VAULT_NAME
+from vault_node.errors import ConfigError
+
+DEFAULT_CONFIG = Path("/etc/secondbrain/config.yaml")
+MIN_RESPONSE_BYTES = 4096
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_LEVELS = ("debug", "info", "warn", "error")
+
+
+def parse_duration(text: str) -> float:
+    """Go `time.ParseDuration` syntax (`30s`, `12h`, `1h30m`) → seconds; ValueError if not."""
+    value = text.strip()
+    if not value or _DURATION.sub("", value):
+        raise ValueError(f"{text!r} is not a duration like 30s, 10m or 12h")
+    return sum(float(n) * _UNITS[unit] for n, unit in _DURATION.findall(value))
+
+
+def resolve_secret(value: str) -> str:
+    """`env:NAME` → the variable, `file:/path` → the file without trailing newlines."""
+    if value.startswith("env:"):
+        found = os.environ.get(value[4:], "")
+        if not found:
+            raise ValueError(f"environment variable {value[4:]} is not set or empty")
+        return found
+    if value.startswith("file:"):
+        try:
+            return Path(value[5:]).read_text(encoding="utf-8").rstrip("\r\n")
+        except OSError as exc:
+            raise ValueError(f"cannot read {value[5:]}: {exc.strerror}") from exc
+    return value
+
+
+def _split_list(value: Any) -> Any:
+    if isinstance(value, str):
+        return [item.strip() for item in value.split(",") if item.strip()]
+    return value
+
+
+class NodeConfig(BaseSettings):
+    """The settings of one node. Build it with `load_config`."""
+
+    model_config = SettingsConfigDict(env_prefix="SECONDBRAIN_", extra="forbid")
+
+    public_url: str
+    listen: str = ":2020"
+    data_dir: Path = Path("/data")
+    default_vault: str = "default"
+    allowed_origins: Annotated[list[str], NoDecode] = []
+    max_response_bytes: int = 262_144
+    rate_limit: int = 600  # tool calls a minute per principal (spec §5.8)
+    center_url: str = ""
+    jwks_file: Path | None = None
+    revocation_file: Path | None = None
+    issuer: str = ""
+    revocation_poll: str = "10s"
+    max_stale: str = "120s"
+    read_when_stale: bool = False
+    git: bool = True
+    git_remote: str = ""
+    git_token: str = ""
+    git_author: str = "secondbrain"
+    git_email: str = "secondbrain@localhost"
+    trash_retention: str = "720h"
+    watch: bool = True
+    log_level: str = "info"
+    commit: str = ""
+    metrics: bool = False
+    metrics_path: str = "/metrics"
+    metrics_key: str = ""
+    metrics_listen: str = ""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The environment beats the file (spec §3): file values arrive as init arguments.
+        return (env_settings, init_settings)
+
+    @field_validator("allowed_origins", mode="before")
+    @classmethod
+    def _origins_list(cls, value: Any) -> Any:
+        return _split_list(value)
+
+    @field_validator("public_url", "center_url", "issuer")
+    @classmethod
+    def _no_trailing_slash(cls, value: str) -> str:
+        return value.strip().rstrip("/")
+
+    @field_validator("log_level")
+    @classmethod
+    def _level(cls, value: str) -> str:
+        return value.strip().lower() if value.strip().lower() in _LEVELS else "info"
+
+    @field_validator("git_token")
+    @classmethod
+    def _secret(cls, value: str) -> str:
+        return resolve_secret(value) if value else value
+
+    @model_validator(mode="after")
+    def _check(self) -> NodeConfig:
+        problems = [*self._url_problems(), *self._value_problems(), *self._key_problems()]
+        if self.metrics:
+            problems += self._metrics_problems()
+        if problems:
+            raise ValueError("\n".join(problems))
+        if not self.issuer:
+            self.issuer = self.center_url
+        return self
+
+    def _url_problems(self) -> list[str]:
+        found = []
+        if problem := _url_problem(self.public_url):
+            found.append(f"public_url {problem}")
+        if self.center_url and (problem := _url_problem(self.center_url)):
+            found.append(f"center_url {problem}")
+        for origin in self.allowed_origins:
+            if origin != "*" and _url_problem(origin):
+                found.append(f"allowed_origins entry {origin!r} is not an origin like https://x")
+        return found
+
+    def _value_problems(self) -> list[str]:
+        found = []
+        if not self.listen.strip() or not _listen_ok(self.listen):
+            found.append(f"listen {self.listen!r} must be [host]:port, e.g. :2020")
+        if not self.data_dir.is_absolute():
+            found.append(f"data_dir {str(self.data_dir)!r} must be an absolute path")
+        if not VAULT_NAME.fullmatch(self.default_vault):
+            found.append(
+                f"default_vault {self.default_vault!r} must match ^[a-z0-9][a-z0-9_-]{{0,63}}$"
+            )
+        if self.rate_limit < 1:
+            found.append("rate_limit must be at least 1 call a minute")
+        if self.max_response_bytes < MIN_RESPONSE_BYTES:
+            found.append(f"max_response_bytes must be at least {MIN_RESPONSE_BYTES}")
+        for name in ("revocation_poll", "max_stale", "trash_retention"):
+            try:
+                if parse_duration(getattr(self, name)) <= 0:
+                    found.append(f"{name} must be positive")
+            except ValueError as exc:
+                found.append(f"{name}: {exc}")
+        return found
+
+    def _key_problems(self) -> list[str]:
+        found = []
+        if not self.center_url and self.jwks_file is None:
+            found.append("set center_url (keys fetched from the center) or jwks_file")
+        if not self.center_url and self.revocation_file is None:
+            found.append("set center_url (revocation feed) or revocation_file")
+        if not self.issuer and not self.center_url:
+            found.append("set issuer: the `iss` of the center's tokens")
+        return found
+
+    def _metrics_problems(self) -> list[str]:
+        """Spec §16.3: only checked when the endpoint is on; the key is resolved here."""
+        found = []
+        path = self.metrics_path
+        if not path.startswith("/") or path in ("/", "/mcp", "/healthz"):
+            found.append(f"metrics_path {path!r} must start with / and not be /, /mcp or /healthz")
+        if self.metrics_listen and not _listen_ok(self.metrics_listen):
+            found.append(f"metrics_listen {self.metrics_listen!r} must be [host]:port, e.g. :9090")
+        try:
+            self.metrics_key = resolve_secret(self.metrics_key) if self.metrics_key else ""
+        except ValueError as exc:
+            return [*found, f"metrics_key: {exc}"]
+        if self.metrics_key and len(self.metrics_key) < 16:
+            found.append("metrics_key must be at least 16 characters")
+        return found
+
+    def metrics_summary(self) -> str:
+        """One line for `secondbrain validate`: where the endpoint is, whether a key is needed."""
+        if not self.metrics:
+            return "metrics: off"
+        where = self.metrics_listen or "the main listener"
+        key = "key required" if self.metrics_key else "no key"
+        return f"metrics: {self.metrics_path} on {where}, {key}"
+
+    @property
+    def resource(self) -> str:
+        """This node's MCP endpoint as tokens name it in `aud`."""
+        return f"{self.public_url}/mcp"
+
+    @property
+    def metadata_url(self) -> str:
+        return f"{self.public_url}/.well-known/oauth-protected-resource"
+
+    def seconds(self, name: str) -> float:
+        return parse_duration(getattr(self, name))
+
+    def host_port(self, listen: str | None = None) -> tuple[str, int]:
+        host, _, port = (listen or self.listen).rpartition(":")
+        return (host.strip("[]") or "0.0.0.0"), int(port)  # noqa: S104 — spec default `:2020`
+
+
+def _url_problem(url: str) -> str | None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return f"{url!r} must be an absolute http or https URL"
+    if parts.query or parts.fragment or url.endswith(("?", "#")):
+        return f"{url!r} must not have a query or fragment"
+    return None
+
+
+def _listen_ok(listen: str) -> bool:
+    _, sep, port = listen.rpartition(":")
+    return bool(sep) and port.isdigit() and 0 <= int(port) <= 65535
+
+
+def load_config(path: Path | None = None, **overrides: Any) -> NodeConfig:
+    """Read the YAML file (a missing file is no error), apply the environment, validate."""
+    source = path or Path(os.environ.get("SECONDBRAIN_CONFIG", "") or DEFAULT_CONFIG)
+    values = {**_read_yaml(source, explicit=path is not None), **overrides}
+    try:
+        return NodeConfig(**values)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc)) from exc
+
+
+def _read_yaml(path: Path, *, explicit: bool) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        if explicit:
+            raise ConfigError([f"config file {path} does not exist"]) from exc
+        return {}
+    except OSError as exc:
+        raise ConfigError([f"config file {path}: {exc.strerror}"]) from exc
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError([f"config file {path} is not valid YAML: {exc}"]) from exc
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ConfigError([f"config file {path} must be a mapping of setting: value"])
+    return {str(key): value for key, value in loaded.items()}
+
+
+def _describe(exc: ValidationError) -> list[str]:
+    problems = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"])
+        message = str(error["msg"]).removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = "unknown setting; check the spelling against docs/node.md"
+        problems += [f"{where}: {line}" if where else line for line in message.split("\n")]
+    return problems

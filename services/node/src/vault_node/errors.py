@@ -1,0 +1,112 @@
+"""The node's failures and the one closed registry of machine-readable error codes.
+
+Every error a caller can see carries a code from `ERROR_CODES`: a tool error in
+`result._meta["secondbrain/error"].code`, a JSON-RPC error in `error.data.code`.
+
+    NodeError                          code
+    ├── ToolError                      any tool-level code (shown as an isError result)
+    │   ├── ArgumentError              invalid_argument
+    │   ├── UnknownVaultError          unknown_vault   (missing and forbidden look the same)
+    │   └── ForbiddenError             forbidden
+    ├── ProtocolError                  a JSON-RPC error: rpc_code plus a registry code
+    ├── InsufficientPermissionError               forbidden       (HTTP 403 insufficient_scope)
+    └── ConfigError                    (startup only: the process refuses to start)
+
+Library errors keep their own codes (vault_core.ERROR_CODES), which are part of
+the registry; tickets errors are mapped at the HTTP boundary (401/403).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from vault_core import ERROR_CODES as VAULT_CODES
+
+TOOL_CODES = frozenset({"unknown_vault", "forbidden"})
+PROTOCOL_CODES = frozenset(
+    {
+        "parse_error",
+        "invalid_request",
+        "method_not_found",
+        "unknown_tool",
+        "invalid_params",
+        "unsupported_protocol_version",
+        "unauthorized",
+        "forbidden_origin",
+        "payload_too_large",
+        "method_not_allowed",
+        "rate_limited",
+    }
+)
+ERROR_CODES: frozenset[str] = VAULT_CODES | TOOL_CODES | PROTOCOL_CODES
+"""The closed registry: every code any response of this node can carry."""
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+SERVER_ERROR = -32001  # implementation-defined: a permission failure inside a batch
+
+
+class NodeError(Exception):
+    """Base of the node's own failures; `code` is from ERROR_CODES, `message` is for people."""
+
+    code = "internal"
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        assert self.code in ERROR_CODES, self.code
+
+
+class ToolError(NodeError):
+    """A tool failed in a way the model should read and act on (isError result)."""
+
+
+class ArgumentError(ToolError):
+    code = "invalid_argument"
+
+
+class UnknownVaultError(ToolError):
+    code = "unknown_vault"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"unknown vault: {name}; call vault_list for the vaults you can use")
+        self.name = name
+
+
+class ForbiddenError(ToolError):
+    code = "forbidden"
+
+
+class ProtocolError(NodeError):
+    """A JSON-RPC protocol fault: unreadable JSON, bad request shape, unknown method or tool."""
+
+    def __init__(self, rpc_code: int, code: str, message: str) -> None:
+        super().__init__(message, code)
+        self.rpc_code = rpc_code
+
+
+class InsufficientPermissionError(NodeError):
+    """The token is valid but lacks a permission this call needs (HTTP 403)."""
+
+    code = "forbidden"
+
+    def __init__(self, needed: Iterable[str], held: Iterable[str]) -> None:
+        self.needed = frozenset(needed)
+        self.held = frozenset(held)
+        missing = " ".join(sorted(self.needed - self.held)) or "(none)"
+        super().__init__(
+            f"this call needs the permission {missing}, which your token does not hold; "
+            "ask for a token with it"
+        )
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; `problems` lists each one for the operator."""
+
+    def __init__(self, problems: Iterable[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("invalid configuration:\n  " + "\n  ".join(self.problems))

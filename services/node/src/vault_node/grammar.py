@@ -1,0 +1,137 @@
+"""The small languages tool arguments speak (spec §13): times, spans, globs, regexes, `$1`.
+
+Each parser turns bad input into an ArgumentError whose message shows a valid example.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+from vault_node.errors import ArgumentError
+
+_SPAN = re.compile(r"([0-9]+)\s*([hdwmy])")
+_SPAN_DAYS = {"d": 1, "w": 7, "m": 30, "y": 365}
+_MAX_SPAN_DAYS = 500 * 365
+_MONTH = re.compile(r"[0-9]{4}-[0-9]{2}")
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_DOLLAR = re.compile(r"\$(\$|[0-9]+|\{[A-Za-z_0-9]+\}|[A-Za-z_][A-Za-z_0-9]*)")
+TIME_FORMS = "YYYY-MM-DD, YYYY-MM, an RFC 3339 time, today, or a span like 7d, 2w, 6m, 1y, 12h"
+
+
+def parse_span(text: str) -> dt.timedelta:
+    """`12h`, `7d`, `2w`, `6m` (months of 30 days), `1y` (365 days) → a duration."""
+    match = _SPAN.fullmatch(text.strip().lower())
+    if not match:
+        raise ArgumentError(f"{text!r} is not a span; use a number and h, d, w, m or y, e.g. 30d")
+    count, unit = int(match.group(1)), match.group(2)
+    days = count / 24 if unit == "h" else count * _SPAN_DAYS[unit]
+    if days > _MAX_SPAN_DAYS:
+        raise ArgumentError(f"{text!r} reaches too far back; use at most 500 years")
+    return dt.timedelta(hours=count) if unit == "h" else dt.timedelta(days=days)
+
+
+def is_span(text: str) -> bool:
+    return _SPAN.fullmatch(text.strip().lower()) is not None
+
+
+def parse_time(text: str, now: dt.datetime, name: str = "time") -> dt.datetime:
+    """A point in time from any form of spec §13 (a span counts back from `now`)."""
+    value = text.strip()
+    lowered = value.lower()
+    if lowered == "today":
+        return now.replace(hour=0, minute=0, second=0, microsecond=0)
+    if is_span(lowered):
+        return now - parse_span(lowered)
+    try:
+        if _DAY.fullmatch(value):
+            return dt.datetime.combine(dt.date.fromisoformat(value), dt.time(), now.tzinfo)
+        if _MONTH.fullmatch(value):
+            return dt.datetime.combine(dt.date.fromisoformat(value + "-01"), dt.time(), now.tzinfo)
+        moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise ArgumentError(f"{name} {text!r} is not readable; use {TIME_FORMS}") from exc
+    return moment if moment.tzinfo else moment.replace(tzinfo=now.tzinfo)
+
+
+def parse_day(text: str, today: dt.date, name: str) -> dt.date:
+    """A calendar day: YYYY-MM-DD, RFC 3339, YYYY-MM, today, or a span back from today."""
+    now = dt.datetime.combine(today, dt.time(12))
+    return parse_time(text, now, name).date()
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """Go's `path.Match`: `*` and `?` never cross '/', `[...]` classes, `\\` escapes."""
+    out, i = [], 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "*":
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "\\":
+            if i + 1 >= len(pattern):
+                raise _bad_glob(pattern, "it ends with a lone backslash")
+            i += 1
+            out.append(re.escape(pattern[i]))
+        elif ch == "[":
+            i, cls = _glob_class(pattern, i)
+            out.append(cls)
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return re.compile("".join(out))
+
+
+def _glob_class(pattern: str, start: int) -> tuple[int, str]:
+    end = pattern.find(
+        "]", start + 2 if pattern[start + 1 : start + 2] in ("^", "]") else start + 1
+    )
+    if end == -1:
+        raise _bad_glob(pattern, "a [ is never closed")
+    body = pattern[start + 1 : end]
+    negate = body.startswith("^")
+    body = body[1:] if negate else body
+    if not body:
+        raise _bad_glob(pattern, "a character class is empty")
+    escaped = body.replace("\\", "\\\\").replace("[", "\\[")
+    return end, f"[{'^' if negate else ''}{escaped}]"
+
+
+def _bad_glob(pattern: str, why: str) -> ArgumentError:
+    return ArgumentError(
+        f"invalid glob pattern {pattern!r}: {why}; use * (within one folder), ? and [abc], "
+        "e.g. wiki/*.md"
+    )
+
+
+def compile_regex(
+    pattern: str, *, case_sensitive: bool = True, name: str = "pattern"
+) -> re.Pattern[str]:
+    """A regular expression, or an ArgumentError that quotes the parser's complaint."""
+    if not pattern:
+        raise ArgumentError(f"{name} is empty; pass the text or expression to look for")
+    try:
+        return re.compile(pattern, 0 if case_sensitive else re.IGNORECASE)
+    except re.error as exc:
+        raise ArgumentError(
+            f"invalid regular expression {pattern!r}: {exc.msg} at position {exc.pos}; escape "
+            "special characters such as ( [ . * with a backslash, or search literally"
+        ) from exc
+
+
+def expand_dollars(template: str, match: re.Match[str]) -> str:
+    """Go's `Expand`: `$1`, `${1}`, `${name}` are groups, `$$` is a dollar; the rest is literal."""
+
+    def group(m: re.Match[str]) -> str:
+        ref = m.group(1)
+        if ref == "$":
+            return "$"
+        ref = ref.strip("{}")
+        key: int | str = int(ref) if ref.isdigit() else ref
+        try:
+            return match.group(key) or ""
+        except IndexError:  # no such group: Go expands it to nothing
+            return ""
+
+    return _DOLLAR.sub(group, template)

@@ -1,0 +1,101 @@
+"""Configuration reload (spec §4): on SIGHUP and when the file changes (checked every 2 s).
+
+A reload loads and validates into a new config; only on full success is it swapped in.
+Settings bound to what is already open (data, URL, listener, keys, git) keep their
+running values, and a change to them is logged as `config_reload_partial`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import structlog
+from starlette.concurrency import run_in_threadpool
+
+from vault_node.config import NodeConfig, load_config
+from vault_node.errors import ConfigError
+from vault_node.ratelimit import Buckets
+
+if TYPE_CHECKING:
+    from vault_node.app import Node
+
+log = structlog.get_logger("vault_node")
+
+WATCH_INTERVAL = 2.0
+FIXED = (
+    "public_url",
+    "listen",
+    "data_dir",
+    "center_url",
+    "jwks_file",
+    "revocation_file",
+    "issuer",
+    "git",
+    "git_remote",
+    "git_token",
+    "git_author",
+    "git_email",
+    "watch",
+    "revocation_poll",
+    "log_level",
+)
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """mtime, size and inode: an atomic replace changes the inode even when the rest stays."""
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return found.st_mtime_ns, found.st_size, found.st_ino
+
+
+class Reloader:
+    """Reloads the node's configuration from `path`."""
+
+    def __init__(self, node: Node, path: Path) -> None:
+        self.node = node
+        self.path = path
+        self.seen = _stamp(path)
+
+    def reload(self) -> bool:
+        """Load, validate, swap; False (and the old config stays) when the file is bad."""
+        self.seen = _stamp(self.path)
+        try:
+            fresh = load_config(self.path)
+        except ConfigError as exc:
+            # The problems are the report; a traceback would add nothing.
+            log.error("config_reload_rejected", problems=exc.problems)  # noqa: TRY400
+            return False
+        running = self.node.config
+        ignored = [name for name in FIXED if getattr(fresh, name) != getattr(running, name)]
+        if ignored:
+            log.warning("config_reload_partial", ignored=ignored)
+        applied = fresh.model_copy(update={name: getattr(running, name) for name in FIXED})
+        self.apply(running, applied)
+        log.info("config_reloaded")
+        return True
+
+    def apply(self, running: NodeConfig, fresh: NodeConfig) -> None:
+        node = self.node
+        if fresh.rate_limit != running.rate_limit:
+            node.buckets = Buckets(fresh.rate_limit)
+        node.verifier.max_stale = fresh.seconds("max_stale")
+        node.verifier.read_when_stale = fresh.read_when_stale
+        node.config = fresh
+
+    async def watch(self) -> None:
+        """Reload whenever the file's stamp changes (cancelled at shutdown)."""
+        while True:
+            await asyncio.sleep(WATCH_INTERVAL)
+            if _stamp(self.path) != self.seen:
+                await run_in_threadpool(self.reload)
+
+    def on_sighup(self) -> None:
+        """Install the SIGHUP handler on the running loop (where signals are supported)."""
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.reload)

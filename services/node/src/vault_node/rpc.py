@@ -1,0 +1,289 @@
+"""MCP over Streamable HTTP, hand-written: JSON-RPC 2.0 on `POST /mcp` (DESIGN §4.1, spec §7).
+
+Stateless: no `Mcp-Session-Id` is ever issued (one sent by a client is ignored), GET is
+405, DELETE is 204. Order of checks on POST: Origin (403), bearer token (401), the
+`MCP-Protocol-Version` header (400), body size (413), JSON (-32700), then each message.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib.metadata import version as package_version
+from typing import Any
+from urllib.parse import urlsplit
+
+import structlog
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from vault_node import instructions, tools
+from vault_node.auth import AuthFailure, authenticate, forbidden, unauthorized
+from vault_node.config import NodeConfig
+from vault_node.errors import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    SERVER_ERROR,
+    InsufficientPermissionError,
+    ProtocolError,
+)
+from vault_node.ratelimit import Buckets, retry_after
+from vault_node.tools.base import Context
+
+log = structlog.get_logger("vault_node")
+
+SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18")  # newest first
+HEADER_DEFAULT_VERSION = "2025-06-18"
+MAX_BODY = 8 * 1024 * 1024
+MAX_BATCH = 100
+NOTIFICATIONS = ("notifications/initialized", "notifications/cancelled")
+NO_STORE = {"Cache-Control": "no-store"}
+
+
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(
+        json.dumps(body, ensure_ascii=False),
+        status_code=status,
+        media_type="application/json",
+        headers={**NO_STORE, **(headers or {})},
+    )
+
+
+def rpc_error(ident: Any, rpc_code: int, code: str, message: str, **data: Any) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": ident,
+        "error": {"code": rpc_code, "message": message, "data": {"code": code, **data}},
+    }
+
+
+def transport_error(status: int, error: str, message: str, **headers: str) -> Response:
+    """A refusal before any JSON-RPC message is read (spec §14.1 `{"error","status"}`)."""
+    return json_response({"error": error, "status": status, "message": message}, status, headers)
+
+
+router = APIRouter()
+
+
+@router.post("/mcp")
+async def post_mcp(request: Request) -> Response:
+    node = request.app.state.node
+    config: NodeConfig = node.config
+    try:
+        if refusal := origin_refusal(request, config):
+            return refusal
+        ticket = await authenticate(request, node.verifier)
+        if limited := rate_limited(node.buckets, f"principal:{ticket.principal}"):
+            return limited
+        announced = request.headers.get("mcp-protocol-version", HEADER_DEFAULT_VERSION)
+        if announced not in SUPPORTED_VERSIONS:
+            return json_response(
+                rpc_error(
+                    None,
+                    INVALID_REQUEST,
+                    "unsupported_protocol_version",
+                    f"Unsupported MCP-Protocol-Version: {announced[:40]}; this server speaks "
+                    f"{' and '.join(SUPPORTED_VERSIONS)} (initialize negotiates one)",
+                ),
+                400,
+            )
+        body = await read_body(request)
+        if body is None:
+            return transport_error(
+                413, "payload_too_large", f"the request body is over {MAX_BODY} bytes"
+            )
+        return await handle(Context(node.library, config, ticket, node.metrics), body)
+    except AuthFailure as exc:
+        log.info("auth_failed", reason=exc.reason)
+        return unauthorized(config)
+    except InsufficientPermissionError as exc:
+        log.info("permission_denied", needed=sorted(exc.needed))
+        return forbidden(config, exc.needed)
+    except Exception as exc:  # noqa: BLE001 — the HTTP boundary: one generic answer, logged
+        log.error("request_failed", error_type=type(exc).__name__)  # noqa: TRY400
+        return json_response(rpc_error(None, -32603, "internal", "internal error"), 500)
+
+
+def rate_limited(buckets: Buckets, key: str) -> Response | None:
+    """429 with Retry-After when this key has used up its calls for now."""
+    wait = buckets.take(key)
+    if wait <= 0:
+        return None
+    log.warning("rate_limited", key=key.split(":", 1)[0])
+    return transport_error(
+        429,
+        "rate_limited",
+        "too many calls; retry after the pause",
+        **{"Retry-After": retry_after(wait)},
+    )
+
+
+def _client_key(request: Request) -> str:
+    return f"ip:{request.client.host if request.client else 'unknown'}"
+
+
+@router.get("/mcp")
+async def get_mcp(request: Request) -> Response:
+    """No server-initiated stream: there is nothing to send (spec §7, seed revision)."""
+    if limited := rate_limited(request.app.state.node.buckets, _client_key(request)):
+        return limited
+    return transport_error(
+        405, "method_not_allowed", "use POST for MCP messages", Allow="POST, DELETE"
+    )
+
+
+@router.delete("/mcp")
+async def delete_mcp(request: Request) -> Response:
+    """There is no session to end; a client that tidies up gets what it expects."""
+    if limited := rate_limited(request.app.state.node.buckets, _client_key(request)):
+        return limited
+    return Response(status_code=204, headers=NO_STORE)
+
+
+def origin_refusal(request: Request, config: NodeConfig) -> Response | None:
+    """403 for a browser Origin outside `allowed_origins` (only checked when that is set)."""
+    origin = request.headers.get("origin")
+    if not config.allowed_origins or origin is None:
+        return None
+    own = {_origin(config.public_url), _origin(config.issuer)}
+    allowed = {o.rstrip("/") for o in config.allowed_origins} | own
+    if "*" in allowed or origin.rstrip("/") in allowed:
+        return None
+    log.warning("origin_refused", origin=origin[:200])
+    return transport_error(403, "forbidden_origin", "this Origin may not use this node")
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme else ""
+
+
+async def read_body(request: Request) -> bytes | None:
+    """The body, or None when it is (or turns out to be) over MAX_BODY."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY:
+        return None
+    chunks, total = [], 0
+    async for chunk in request.stream():
+        total += len(chunk)
+        if total > MAX_BODY:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def handle(ctx: Context, body: bytes) -> Response:
+    """Answer one message or a batch; notifications alone get 202 and no body."""
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return json_response(
+            rpc_error(None, PARSE_ERROR, "parse_error", "the body is not valid JSON"), 400
+        )
+    if isinstance(message, list):
+        if not message or len(message) > MAX_BATCH:
+            return json_response(
+                rpc_error(
+                    None,
+                    INVALID_REQUEST,
+                    "invalid_request",
+                    f"a batch holds 1 to {MAX_BATCH} messages",
+                ),
+                400,
+            )
+        replies = [reply for item in message if (reply := await answer(ctx, item, True))]
+        return json_response(replies) if replies else Response(status_code=202, headers=NO_STORE)
+    if not isinstance(message, dict):
+        return json_response(
+            rpc_error(None, INVALID_REQUEST, "invalid_request", "a JSON-RPC message is an object"),
+            400,
+        )
+    reply = await answer(ctx, message, False)
+    return json_response(reply) if reply else Response(status_code=202, headers=NO_STORE)
+
+
+def _valid_id(ident: Any) -> bool:
+    return isinstance(ident, str) or (isinstance(ident, int) and not isinstance(ident, bool))
+
+
+async def answer(ctx: Context, message: Any, in_batch: bool) -> dict[str, Any] | None:
+    """The reply to one message, or None for notifications and client responses."""
+    if not isinstance(message, dict):
+        return rpc_error(
+            None, INVALID_REQUEST, "invalid_request", "a JSON-RPC message is an object"
+        )
+    if "method" not in message and ("result" in message or "error" in message):
+        return None  # a response to a request we never send: accepted, ignored
+    ident = message.get("id")
+    problem = _shape_problem(message)
+    if problem:
+        return rpc_error(
+            ident if _valid_id(ident) else None, INVALID_REQUEST, "invalid_request", problem
+        )
+    if "id" not in message:
+        return None  # a notification: never answered (spec §7.2)
+    try:
+        result = await dispatch(ctx, message["method"], message.get("params") or {})
+    except ProtocolError as exc:
+        return rpc_error(ident, exc.rpc_code, exc.code, exc.message)
+    except (InsufficientPermissionError, AuthFailure) as exc:
+        if not in_batch:
+            raise
+        code = "forbidden" if isinstance(exc, InsufficientPermissionError) else "unauthorized"
+        return rpc_error(
+            ident,
+            SERVER_ERROR,
+            code,
+            str(exc) if code == "forbidden" else "the token does not allow this call now",
+        )
+    return {"jsonrpc": "2.0", "id": ident, "result": result}
+
+
+def _shape_problem(message: dict[str, Any]) -> str | None:
+    if message.get("jsonrpc") != "2.0":
+        return 'jsonrpc must be "2.0"'
+    if not isinstance(message.get("method"), str) or not message["method"]:
+        return "method must be a non-empty string"
+    if "id" in message and not _valid_id(message["id"]):
+        return "id must be a string or an integer"
+    if "params" in message and not isinstance(message["params"], dict | list):
+        return "params must be an object"
+    return None
+
+
+async def dispatch(ctx: Context, method: str, params: Any) -> dict[str, Any]:
+    """Run one request method (spec §7.2)."""
+    if method == "initialize":
+        return initialize(ctx, params)
+    if method == "ping":
+        return {}
+    if method == "tools/list":
+        return {"tools": tools.listing(ctx.ticket)}
+    if method == "tools/call":
+        if (
+            not isinstance(params, dict)
+            or not isinstance(params.get("name"), str)
+            or not isinstance(params.get("arguments", {}), dict)
+        ):
+            raise ProtocolError(
+                INVALID_PARAMS,
+                "invalid_params",
+                'tools/call needs params {"name": string, "arguments": object}',
+            )
+        return await tools.call_tool(ctx, params["name"], params.get("arguments") or {})
+    if method in NOTIFICATIONS:
+        return {}
+    raise ProtocolError(METHOD_NOT_FOUND, "method_not_found", f"unknown method: {method[:80]}")
+
+
+def initialize(ctx: Context, params: Any) -> dict[str, Any]:
+    """Negotiate the version: echo one we speak, else offer the newest (spec 2025-06-18)."""
+    asked = params.get("protocolVersion") if isinstance(params, dict) else None
+    chosen = asked if asked in SUPPORTED_VERSIONS else SUPPORTED_VERSIONS[0]
+    return {
+        "protocolVersion": chosen,
+        "capabilities": {"tools": {"listChanged": False}},
+        "serverInfo": {"name": "secondbrain", "version": package_version("secondbrain")},
+        "instructions": instructions.compose(ctx),
+    }

@@ -1,0 +1,174 @@
+"""Helpers the node's tests and the end-to-end tests reuse: keys on disk, a config, and a
+client that speaks MCP to an in-process node.
+
+For tests only: the keys are throw-away and the configuration trusts nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tickets import SigningKey, sign_snapshot
+from tickets import testing as tt
+from vault_node.config import NodeConfig
+
+ISSUER = tt.ISSUER
+PUBLIC_URL = "https://node-a.test"
+RESOURCE = f"{PUBLIC_URL}/mcp"
+
+Check = Callable[[str, dict[str, Any]], None]
+
+# A small vault: links both ways, tags, tasks, a daily note, a template, an attachment.
+SAMPLE_NOTES: dict[str, str | bytes] = {
+    "attachments/diagram.png": b"\x89PNG\r\n\x1a\n fake image",
+    "wiki/rate-limiting.md": (
+        "---\ntitle: Rate limiting\ntags: [ops, api]\n---\n# Rate limiting\n\n"
+        "Token buckets refill continuously. See [[wiki/backoff]] and [[Backoff|retries]].\n\n"
+        "## Details\n\nBucket size is 600 per minute.\n\n## Open questions\n\n"
+        "- [ ] measure the burst size\n- [x] pick an algorithm\n"
+    ),
+    "wiki/backoff.md": "---\ntitle: Backoff\ntags: [ops]\n---\n# Backoff\n\nExponential backoff "
+    "with jitter. Related: [rate limits](rate-limiting.md).\n",
+    "raw/article.md": (
+        "# An article\n\nSome raw text about #caching and limits.\n![[diagram.png]]\n"
+    ),
+    "journal/2026/2026-01-01.md": "---\ntitle: 2026-01-01\ntags: [journal]\n---\n"
+    "# Thursday, 1 January 2026\n\n## 09:00\n\nNew year planning.\n",
+    "templates/meeting.md": '---\ntitle: "{{title}}"\ntags: [meeting]\n---\n# {{title}}\n\n'
+    "Date: {{date}}\n\n## Notes\n",
+}
+
+
+def write_files(root: Path, files: dict[str, str | bytes]) -> None:
+    """Put `files` (vault-relative path → text or bytes) under `root`."""
+    for rel, content in files.items():
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content if isinstance(content, bytes) else content.encode())
+
+
+def key_files(directory: Path, key: SigningKey, now: int | None = None) -> tuple[Path, Path]:
+    """A JWKS file trusting `key` and a revocation snapshot signed by it, issued `now`."""
+    now = int(time.time()) if now is None else now
+    jwks = directory / "jwks.json"
+    jwks.write_text(json.dumps(tt.key_set(key).to_jwks()))
+    revocations = directory / "revocations.jws"
+    revocations.write_text(sign_snapshot(tt.snapshot(iat=now), key))
+    return jwks, revocations
+
+
+def make_config(directory: Path, key: SigningKey, **overrides: Any) -> NodeConfig:
+    """An offline node under `directory`: data in `data/`, keys and revocations from files."""
+    jwks, revocations = key_files(directory, key)
+    values: dict[str, Any] = {
+        "public_url": PUBLIC_URL,
+        "data_dir": directory / "data",
+        "issuer": ISSUER,
+        "jwks_file": jwks,
+        "revocation_file": revocations,
+        "watch": False,
+    }
+    return NodeConfig(**{**values, **overrides})
+
+
+def mint(
+    key: SigningKey,
+    scope: str = "read write delete manage",
+    *,
+    vaults: list[str] | None = None,
+    role: str = "owner",
+    sub: str = "alice",
+    audience: str = RESOURCE,
+    **claims: Any,
+) -> str:
+    """A token for this node, valid from now, signed by `key`."""
+    return tt.mint(
+        key,
+        now=int(time.time()),
+        scope=scope,
+        vaults=vaults or ["*"],
+        role=role,
+        sub=sub,
+        aud=audience,
+        **claims,
+    )
+
+
+@dataclass
+class Harness:
+    """A started node and a client for it, with helpers that speak MCP."""
+
+    client: httpx.AsyncClient
+    config: NodeConfig
+    key: SigningKey
+    data: Path
+    app: Any = None
+    default_token: str = ""
+    check: Check | None = None
+    ids: list[int] = field(default_factory=lambda: [0])
+
+    def token(self, scope: str = "read write delete manage", **claims: Any) -> str:
+        return mint(self.key, scope, **claims)
+
+    async def post(
+        self,
+        body: Any,
+        *,
+        token: str | None = None,
+        raw: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> httpx.Response:
+        sent = {
+            "Authorization": f"Bearer {token or self.default_token}",
+            "Content-Type": "application/json",
+            **(headers or {}),
+        }
+        content = raw if raw is not None else json.dumps(body).encode()
+        return await self.client.post("/mcp", content=content, headers=sent)
+
+    async def rpc(self, method: str, params: Any = None, *, token: str | None = None) -> Any:
+        self.ids[0] += 1
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.ids[0], "method": method}
+        if params is not None:
+            message["params"] = params
+        response = await self.post(message, token=token)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    async def call(
+        self, tool: str, arguments: dict[str, Any] | None = None, *, token: str | None = None
+    ) -> dict[str, Any]:
+        reply = await self.rpc(
+            "tools/call", {"name": tool, "arguments": arguments or {}}, token=token
+        )
+        assert "result" in reply, reply
+        result: dict[str, Any] = reply["result"]
+        if not result["isError"] and self.check is not None:
+            self.check(tool, result)
+        return result
+
+    async def ok(
+        self, tool: str, arguments: dict[str, Any] | None = None, *, token: str | None = None
+    ) -> dict[str, Any]:
+        result = await self.call(tool, arguments, token=token)
+        assert not result["isError"], result["content"][0]["text"]
+        structured: dict[str, Any] = result["structuredContent"]
+        return structured
+
+    async def fails(
+        self, tool: str, arguments: dict[str, Any] | None = None, *, token: str | None = None
+    ) -> tuple[str, str]:
+        """A tool error's (code, message)."""
+        result = await self.call(tool, arguments, token=token)
+        assert result["isError"], result
+        return result["_meta"]["secondbrain/error"]["code"], result["content"][0]["text"]
+
+
+NodeFactory = Callable[..., Awaitable[Harness]]

@@ -1,0 +1,240 @@
+"""The tool registry and the one dispatch every `tools/call` goes through.
+
+Each of the 34 tools is declared once (in read, write, capture, maint, history). Dispatch does,
+for all of them: the permission check, argument checking, vault resolution, running
+the handler in a worker thread, error mapping to registry codes, content redaction
+for write-only callers, honest truncation and one audit line.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import structlog
+
+from tickets import InsufficientScopeError, Ticket, TokenError
+from tickets.scopes import needed
+from vault_core import NotFoundError, OpenVault, VaultError
+from vault_node.auth import AuthFailure
+from vault_node.errors import (
+    METHOD_NOT_FOUND,
+    ArgumentError,
+    InsufficientPermissionError,
+    ProtocolError,
+    ToolError,
+    UnknownVaultError,
+)
+from vault_node.tools import capture, history, maint, read, write
+from vault_node.tools.base import Call, Context, Param, Tool, check_arguments, suggest, text
+from vault_node.tools.shape import WRITE_ONLY_NOTICE, encode, fit, primary_count, redact
+
+log = structlog.get_logger("vault_node")
+
+TOOLS: tuple[Tool, ...] = (*read.TOOLS, *write.TOOLS, *capture.TOOLS, *maint.TOOLS, *history.TOOLS)
+REGISTRY: Mapping[str, Tool] = {tool.name: tool for tool in TOOLS}
+VAULT_PARAM = text(
+    "The vault to work in (default: the node's default vault; vault_list shows "
+    "the vaults you can use)."
+)
+AUDITED_ARGS = ("path", "to", "from", "template", "revision", "name", "layout", "date", "dry_run")
+
+
+def params_of(tool: Tool) -> dict[str, Param]:
+    """The tool's parameters, with the generic `vault` argument where it applies."""
+    return {**tool.params, "vault": VAULT_PARAM} if tool.uses_vault else dict(tool.params)
+
+
+def input_schema(tool: Tool) -> dict[str, Any]:
+    params = params_of(tool)
+    return {
+        "type": "object",
+        "properties": {name: param.schema() for name, param in params.items()},
+        "required": [name for name, param in params.items() if param.required],
+        "additionalProperties": False,
+    }
+
+
+def describe(tool: Tool) -> dict[str, Any]:
+    """The tool as `tools/list` shows it."""
+    return {
+        "name": tool.name,
+        "title": tool.title,
+        "description": tool.description,
+        "inputSchema": input_schema(tool),
+        "outputSchema": dict(tool.output),
+        "annotations": {"title": tool.title, **tool.hints.annotations()},
+    }
+
+
+def permitted(ticket: Ticket, tool: Tool) -> bool:
+    return needed(tool.kind) <= ticket.permissions
+
+
+def listing(ticket: Ticket) -> list[dict[str, Any]]:
+    """Exactly the tools this token may call."""
+    return [describe(tool) for tool in TOOLS if permitted(ticket, tool)]
+
+
+async def call_tool(ctx: Context, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Run one tool call and return its MCP result (isError for every tool-level failure).
+
+    Raises ProtocolError for an unknown tool, InsufficientPermissionError (403) when the token lacks
+    a permission, AuthFailure (401) when only a stale revocation snapshot withholds it.
+    """
+    tool = REGISTRY.get(name)
+    if tool is None:
+        raise ProtocolError(
+            METHOD_NOT_FOUND,
+            "unknown_tool",
+            f"unknown tool: {name!r}{suggest(name, list(REGISTRY))}; call tools/list",
+        )
+    try:
+        _permit(ctx.ticket, tool)
+    except InsufficientPermissionError:
+        if ctx.metrics is not None:
+            ctx.metrics.tool(tool.name, "denied", 0.0)
+        raise
+    audit = _Audit(tool, ctx)
+    try:
+        result = _success(await _execute(tool, ctx, arguments, audit), ctx, audit)
+    except (InsufficientPermissionError, AuthFailure) as exc:
+        audit.emit(error=getattr(exc, "code", "unauthorized"))
+        raise
+    except (ToolError, VaultError) as exc:
+        result = _failure(exc.code, exc.message)
+        audit.emit(error=exc.code)
+    except Exception as exc:  # noqa: BLE001 — the tool dispatch boundary: one answer, one log line
+        # No traceback and no message: either may quote note content (spec §15.1).
+        log.error("tool_failed", tool=tool.name, error_type=type(exc).__name__, where=_where(exc))  # noqa: TRY400
+        result = _failure(
+            "internal",
+            f"{tool.name} failed inside the node; the failure is "
+            "logged. Retry once; if it fails again, report it",
+        )
+        audit.emit(error="internal")
+    else:
+        audit.emit()
+    return result
+
+
+def _permit(ticket: Ticket, tool: Tool) -> None:
+    try:
+        ticket.require(tool.kind)
+    except InsufficientScopeError as exc:
+        raise InsufficientPermissionError(exc.needed, exc.held) from exc
+    except TokenError as exc:
+        raise AuthFailure(exc.reason) from exc
+
+
+async def _execute(
+    tool: Tool, ctx: Context, raw: Mapping[str, Any], audit: _Audit
+) -> dict[str, Any]:
+    args, problems = check_arguments(params_of(tool), raw)
+    audit.arguments(args)
+    if problems:
+        raise ArgumentError(f"invalid arguments for {tool.name}: " + "; ".join(problems))
+    opened = _vault(ctx, args.pop("vault", None)) if tool.uses_vault else None
+    if opened is not None:
+        audit.fields["vault"] = opened.name
+    call = Call(args, ctx, opened)
+    try:
+        return await anyio.to_thread.run_sync(tool.handler, call)
+    except InsufficientScopeError as exc:
+        raise InsufficientPermissionError(exc.needed, exc.held) from exc
+    except TokenError as exc:
+        raise AuthFailure(exc.reason) from exc
+
+
+def _vault(ctx: Context, name: str | None) -> OpenVault:
+    """The vault a call names; unknown and forbidden vaults get the very same answer."""
+    name = name or ctx.config.default_vault
+    if not ctx.ticket.allows_vault(name):
+        raise UnknownVaultError(name)
+    try:
+        return ctx.library.get(name)
+    except NotFoundError as exc:
+        raise UnknownVaultError(name) from exc
+
+
+def _success(payload: dict[str, Any], ctx: Context, audit: _Audit) -> dict[str, Any]:
+    if not ctx.sees_content:
+        redacted = redact(payload)
+        if redacted != payload:
+            payload = {**redacted, "notice": WRITE_ONLY_NOTICE}
+    payload, truncated = fit(payload, ctx.config.max_response_bytes)
+    body = encode(payload)
+    audit.results(primary_count(payload), len(body.encode("utf-8")), truncated)
+    return {
+        "content": [{"type": "text", "text": body}],
+        "structuredContent": payload,
+        "isError": False,
+    }
+
+
+def _failure(code: str, message: str) -> dict[str, Any]:
+    return {
+        "content": [{"type": "text", "text": message}],
+        "isError": True,
+        "_meta": {"secondbrain/error": {"code": code}},
+    }
+
+
+def _where(exc: BaseException) -> str:
+    """Where it failed, as file:line of the innermost frame (no message: it may hold content)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return ""
+    return f"{tb.tb_frame.f_code.co_filename.rsplit('/', 1)[-1]}:{tb.tb_lineno}"
+
+
+class _Audit:
+    """The one `tool_call` line per call (spec §15.1): what was touched, never what is in it.
+
+    Tool metrics are counted here too, so a metric can never contradict the audit log.
+    """
+
+    def __init__(self, tool: Tool, ctx: Context) -> None:
+        self.started = time.perf_counter()
+        self.tool = tool
+        self.metrics = ctx.metrics
+        self.fields: dict[str, Any] = {"tool": tool.name, "user": ctx.ticket.principal}
+        if ctx.ticket.grant_id:
+            self.fields["grant"] = ctx.ticket.grant_id
+
+    def arguments(self, args: Mapping[str, Any]) -> None:
+        for name in AUDITED_ARGS:
+            value = args.get(name)
+            if isinstance(value, str | bool) and value != "":
+                self.fields[name] = value[:200] if isinstance(value, str) else value
+
+    def results(self, count: int | None, size: int, truncated: bool) -> None:
+        self.fields.update(results=count, bytes=size)
+        if truncated:
+            self.fields["truncated"] = True
+
+    def emit(self, error: str | None = None) -> None:
+        seconds = time.perf_counter() - self.started
+        self.fields["duration_ms"] = round(seconds * 1000, 1)
+        if error is not None:
+            self.fields["error"] = error
+            self.fields.pop("results", None)
+            self.fields.pop("bytes", None)
+        log.info("tool_call", **self.fields)
+        if self.metrics is not None:
+            self._count(seconds, error)
+
+    def _count(self, seconds: float, error: str | None) -> None:
+        assert self.metrics is not None
+        outcome = "ok" if error is None else "denied" if error == "forbidden" else "error"
+        self.metrics.tool(self.tool.name, outcome, seconds, self.fields.get("bytes"))
+        if error is None and self.tool.kind != "read":
+            self.metrics.write(
+                dry_run=self.fields.get("dry_run") is True, truncated="truncated" in self.fields
+            )
+        elif error is None and "truncated" in self.fields:
+            self.metrics.truncated.inc()

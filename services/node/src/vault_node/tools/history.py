@@ -1,0 +1,126 @@
+"""Tools over a vault's git history (spec §13.8): list revisions, compare them, restore one.
+
+All three need the vault's repository; without it they answer `versioning_off`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vault_core import NotAFileError, NoteNotFoundError, edit, text
+from vault_core.edit import WriteOp
+from vault_core.errors import NOTE_LIMIT
+from vault_core.vault import read_limited
+from vault_node.tools.base import READS, Call, Hints, Tool, flag, integer
+from vault_node.tools.base import text as text_param
+from vault_node.tools.common import any_path
+from vault_node.tools.shape import STR, arr, obj, result_schema, write_schema
+
+PATH = "Vault-relative path of the note, e.g. wiki/rate-limiting.md (.md may be left out)."
+
+
+def note_history(call: Call) -> dict[str, Any]:
+    assert call.opened is not None
+    git = call.opened.history()
+    rel = any_path(call.vault, call.args["path"]).rel
+    revisions = git.history(rel, call.args["limit"])
+    return {"vault": call.vault.name, "path": rel, "revisions": [vars(r) for r in revisions]}
+
+
+def note_diff(call: Call) -> dict[str, Any]:
+    assert call.opened is not None
+    git = call.opened.history()
+    rel = any_path(call.vault, call.args["path"]).rel
+    start = call.args["from"] or git.previous_revision(rel)
+    if start is None:
+        raise NoteNotFoundError(rel)
+    end = call.args["to"] or None
+    working = None
+    if end is None:
+        try:
+            working = read_limited(call.vault.resolve(rel), NOTE_LIMIT)[0]
+        except (NoteNotFoundError, NotAFileError):
+            working = None  # gone from disk: the diff shows it deleted
+    diff = git.diff(rel, start, end, working)
+    return {
+        "vault": call.vault.name,
+        "path": rel,
+        "from": git.resolve(start)[:12],
+        "to": git.resolve(end)[:12] if end else "working copy",
+        "diff": diff,
+    }
+
+
+def note_restore(call: Call) -> dict[str, Any]:
+    assert call.opened is not None
+    git = call.opened.history()
+    rel = call.vault.resolve_note(call.args["path"]).rel
+    sha = git.resolve(call.args["revision"])
+    restored = text.decode(git.contents(rel, sha), rel).text
+    op = WriteOp(
+        rel,
+        lambda current, exists: restored,
+        dry_run=call.args["dry_run"],
+        reason=f"note_restore: {rel} from {sha[:12]}",
+        skip_touch=True,
+    )
+    result = edit.apply(call.vault, op, call.actor)
+    return {**result.response(), "restored_from": sha[:12]}
+
+
+REVISION = obj({"commit": STR, "when": STR, "author": STR, "message": STR})
+
+TOOLS = [
+    Tool(
+        "note_history",
+        "History of a note",
+        "The commits that changed a note, newest first: short id, time, author (who made the "
+        "change) and message (tool and path). Use the ids with note_diff and note_restore.",
+        {
+            "path": text_param(PATH, required=True),
+            "limit": integer(
+                "How many revisions (default 20; values <= 0 or > 100 mean 20).", 20, reset=(1, 100)
+            ),
+        },
+        result_schema({"vault": STR, "path": STR, "revisions": arr(REVISION)}),
+        "read",
+        READS,
+        note_history,
+    ),
+    Tool(
+        "note_diff",
+        "Compare revisions",
+        "A unified diff of a note between two revisions, or between a revision and the file "
+        "as it is now. Without arguments it shows the last change: the previous revision "
+        "against the working copy.",
+        {
+            "path": text_param(PATH, required=True),
+            "from": text_param(
+                "Older revision id from note_history (default: the previous revision of this note)."
+            ),
+            "to": text_param("Newer revision id (default: the file as it is now)."),
+        },
+        result_schema({"vault": STR, "path": STR, "from": STR, "to": STR, "diff": STR}),
+        "read",
+        READS,
+        note_diff,
+    ),
+    Tool(
+        "note_restore",
+        "Restore a revision",
+        "Put a note back to how it was in an earlier revision (also a deleted note). The "
+        "current text goes to the trash and stays in history, so a restore can itself be "
+        "undone. Try dry_run first to see the diff.",
+        {
+            "path": text_param(PATH, required=True),
+            "revision": text_param(
+                "Revision id from note_history (at least 4 hex characters).", required=True
+            ),
+            "dry_run": flag("Show the diff without writing (default false).", False),
+        },
+        write_schema({"restored_from": STR}),
+        "write",
+        Hints(read_only=False, destructive=True, idempotent=True),
+        note_restore,
+    ),
+]

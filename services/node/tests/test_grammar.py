@@ -1,0 +1,108 @@
+"""The argument languages: spans, points in time, globs, regexes and `$1` expansion."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vault_node import grammar
+from vault_node.errors import ArgumentError
+
+NOW = dt.datetime(2026, 3, 15, 10, 30, tzinfo=dt.UTC)
+
+
+@pytest.mark.parametrize(
+    ("text", "delta"),
+    [
+        ("12h", dt.timedelta(hours=12)),
+        ("7d", dt.timedelta(days=7)),
+        ("2w", dt.timedelta(days=14)),
+        ("6m", dt.timedelta(days=180)),
+        ("1y", dt.timedelta(days=365)),
+        (" 3D ", dt.timedelta(days=3)),
+    ],
+)
+def test_spans_count_hours_days_weeks_months_and_years(text: str, delta: dt.timedelta) -> None:
+    assert grammar.parse_span(text) == delta
+
+
+@pytest.mark.parametrize("text", ["", "7", "d", "7s", "-1d", "1.5d", "99999y"])
+def test_anything_else_is_not_a_span(text: str) -> None:
+    with pytest.raises(ArgumentError):
+        grammar.parse_span(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("today", dt.datetime(2026, 3, 15, tzinfo=dt.UTC)),
+        ("2026-01-02", dt.datetime(2026, 1, 2, tzinfo=dt.UTC)),
+        ("2026-01", dt.datetime(2026, 1, 1, tzinfo=dt.UTC)),
+        ("2026-01-02T03:04:05Z", dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)),
+        (
+            "2026-01-02T03:04:05+01:00",
+            dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone(dt.timedelta(hours=1))),
+        ),
+        ("7d", NOW - dt.timedelta(days=7)),
+    ],
+)
+def test_every_time_form_of_the_spec_is_read(text: str, expected: dt.datetime) -> None:
+    assert grammar.parse_time(text, NOW) == expected
+
+
+@pytest.mark.parametrize("text", ["tomorrow", "2026-02-30", "2026-13", "02.01.2026", "12:00"])
+def test_an_unreadable_time_names_the_forms(text: str) -> None:
+    with pytest.raises(ArgumentError, match="YYYY-MM-DD"):
+        grammar.parse_time(text, NOW, "modified_after")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "matches"),
+    [
+        ("*.md", "a.md", True),
+        ("*.md", "wiki/a.md", False),
+        ("wiki/*.md", "wiki/a.md", True),
+        ("wiki/?.md", "wiki/ab.md", False),
+        ("wiki/[ab].md", "wiki/b.md", True),
+        ("wiki/[^ab].md", "wiki/b.md", False),
+        ("wiki/\\*.md", "wiki/*.md", True),
+        ("a+b(c).md", "a+b(c).md", True),
+    ],
+)
+def test_globs_behave_like_go_path_match(pattern: str, path: str, matches: bool) -> None:
+    assert (grammar.glob_regex(pattern).fullmatch(path) is not None) is matches
+
+
+@given(st.text(alphabet="ab/.*?", max_size=12), st.text(alphabet="ab/.", max_size=12))
+def test_a_star_never_matches_across_a_slash(pattern: str, path: str) -> None:
+    regex = grammar.glob_regex(pattern)
+    if regex.fullmatch(path) is not None:
+        assert path.count("/") == pattern.count("/")
+
+
+def test_a_regex_compiles_case_insensitively_unless_asked() -> None:
+    assert grammar.compile_regex("abc", case_sensitive=False).search("xABCx")
+    assert not grammar.compile_regex("abc").search("ABC")
+    with pytest.raises(ArgumentError, match="invalid regular expression"):
+        grammar.compile_regex("(")
+
+
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [
+        ("$1-$2", "ab-cd"),
+        ("${1}x", "abx"),
+        ("${word}!", "ab!"),
+        ("$$1", "$1"),
+        ("$9 and $missing", " and "),
+        ("\\1 stays", "\\1 stays"),
+    ],
+)
+def test_dollar_references_expand_like_go(template: str, expected: str) -> None:
+    match = re.search(r"(?P<word>ab)(cd)", "xxabcd")
+    assert match is not None
+    assert grammar.expand_dollars(template, match) == expected

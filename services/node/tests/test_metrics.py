@@ -1,0 +1,133 @@
+"""Prometheus metrics (spec §16): off by default, the endpoint's order of refusals, a key in
+two spellings, low-cardinality labels, tool histograms, and no note or user in any series."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from vault_node.app import create_metrics_app
+from vault_node.config import load_config
+from vault_node.errors import ConfigError
+from vault_node.metrics import path_label
+from vault_node.testing import Harness, NodeFactory
+
+KEY = "a-metrics-key-of-32-characters!!"
+
+
+@pytest.mark.asyncio
+async def test_metrics_are_off_by_default(node: Harness) -> None:
+    assert (await node.client.get("/metrics")).status_code == 404
+
+
+@pytest.mark.asyncio
+async def test_the_endpoint_exposes_tools_http_and_vault_figures(start_node: NodeFactory) -> None:
+    node = await start_node(metrics=True)
+    await node.ok("note_read", {"path": "wiki/backoff"})
+    await node.fails("note_read", {"path": "nope"})
+    await node.ok(
+        "note_edit",
+        {"path": "wiki/backoff", "old_string": "jitter", "new_string": "J", "dry_run": True},
+    )
+    await node.client.get("/healthz")
+    response = await node.client.get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
+    assert response.headers["cache-control"] == "no-store"
+    text = response.text
+    assert 'secondbrain_tool_calls_total{outcome="ok",tool="note_read"} 1.0' in text
+    assert 'secondbrain_tool_calls_total{outcome="error",tool="note_read"} 1.0' in text
+    assert 'secondbrain_tool_duration_seconds_bucket{le="0.1",tool="note_read"}' in text
+    assert "secondbrain_dry_runs_total 1.0" in text
+    assert 'secondbrain_vault_notes{vault="default"} 5.0' in text
+    assert 'secondbrain_http_requests_total{path="/mcp",status="200"}' in text
+    assert 'secondbrain_http_requests_total{path="/healthz",status="200"} 1.0' in text
+    assert "secondbrain_build_info{" in text
+    for private in ("wiki/backoff", "alice", "Backoff", "ops"):
+        assert private not in text
+
+
+@pytest.mark.asyncio
+async def test_a_denied_call_is_counted_as_denied(start_node: NodeFactory) -> None:
+    node = await start_node(metrics=True)
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "inbox_capture", "arguments": {"text": "x"}},
+    }
+    assert (await node.post(message, token=node.token("read", role="reader"))).status_code == 403
+    text = (await node.client.get("/metrics")).text
+    assert 'secondbrain_tool_calls_total{outcome="denied",tool="inbox_capture"} 1.0' in text
+
+
+@pytest.mark.asyncio
+async def test_the_order_is_method_then_rate_then_key(start_node: NodeFactory) -> None:
+    node = await start_node(metrics=True, metrics_key=KEY, metrics_path="/internal/metrics")
+    assert (await node.client.get("/metrics")).status_code == 404
+    assert (await node.client.post("/internal/metrics")).status_code == 405
+    missing = await node.client.get("/internal/metrics")
+    assert missing.status_code == 401
+    assert missing.headers["www-authenticate"] == 'Bearer realm="secondbrain metrics"'
+    wrong = await node.client.get("/internal/metrics", headers={"Authorization": "Bearer nope"})
+    assert wrong.status_code == 401
+    bearer = await node.client.get("/internal/metrics", headers={"Authorization": f"bearer {KEY} "})
+    assert bearer.status_code == 200
+    api_key = await node.client.head("/internal/metrics", headers={"X-API-Key": KEY})
+    assert api_key.status_code == 200
+    assert api_key.content == b""
+    statuses = [(await node.client.get("/internal/metrics")).status_code for _ in range(60)]
+    assert statuses[-1] == 429
+
+
+@pytest.mark.asyncio
+async def test_a_separate_listener_serves_metrics_and_the_main_one_does_not(
+    start_node: NodeFactory,
+) -> None:
+    node = await start_node(metrics=True, metrics_listen="127.0.0.1:9090")
+    assert (await node.client.get("/metrics")).status_code == 404
+    side = create_metrics_app(node.app.state.node)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=side), base_url="http://m") as c:
+        assert (await c.get("/metrics")).status_code == 200
+        assert (await c.get("/healthz")).json() == {"status": "ok"}
+
+
+def test_paths_become_a_fixed_set_of_labels() -> None:
+    assert path_label("/mcp", "/metrics") == "/mcp"
+    assert path_label("/.well-known/oauth-protected-resource/mcp", "/metrics") == "/.well-known"
+    assert path_label("/metrics", "/metrics") == "metrics"
+    assert path_label("/wiki/secret-note", "/metrics") == "other"
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragment"),
+    [
+        ("metrics_path: metrics\n", "metrics_path 'metrics' must start with /"),
+        ("metrics_path: /mcp\n", "must start with / and not be /, /mcp or /healthz"),
+        ("metrics_key: short\n", "metrics_key must be at least 16 characters"),
+        ("metrics_key: env:SECONDBRAIN_TEST_NOPE\n", "SECONDBRAIN_TEST_NOPE is not set"),
+        ("metrics_listen: nine\n", "metrics_listen 'nine' must be [host]:port"),
+    ],
+)
+def test_metrics_settings_are_checked_only_when_on(
+    tmp_path: Path, extra: str, fragment: str
+) -> None:
+    base = "public_url: https://n.example\ncenter_url: https://c.example\n"
+    (tmp_path / "off.yaml").write_text(base + extra)
+    assert load_config(tmp_path / "off.yaml").metrics is False
+    (tmp_path / "on.yaml").write_text(base + "metrics: true\n" + extra)
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path / "on.yaml")
+    assert any(fragment in line for line in caught.value.problems), caught.value.problems
+
+
+def test_the_validate_summary_never_shows_the_key(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text(
+        f"public_url: https://n.example\ncenter_url: https://c.example\nmetrics: true\n"
+        f"metrics_key: {KEY}\nmetrics_listen: ':9090'\n"
+    )
+    summary = load_config(tmp_path / "c.yaml").metrics_summary()
+    assert summary == "metrics: /metrics on :9090, key required"
+    assert KEY not in summary

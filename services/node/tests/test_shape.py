@@ -1,0 +1,64 @@
+"""Result shaping: redaction for write-only callers and honest truncation under a byte limit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vault_node.tools.shape import encode, fit, primary_count, redact, size
+
+
+def test_redaction_removes_content_members_at_any_depth() -> None:
+    result = {
+        "path": "a.md",
+        "diff": "secret",
+        "notes": [{"path": "b", "diff": "x"}],
+        "frontmatter": {"a": 1},
+        "content_hash": "h",
+    }
+    assert redact(result) == {"path": "a.md", "notes": [{"path": "b"}], "content_hash": "h"}
+
+
+def test_a_small_result_is_left_as_it_is() -> None:
+    result = {"vault": "v", "entries": [1, 2, 3]}
+    assert fit(result, 4096) == (result, False)
+
+
+def test_a_long_list_is_cut_and_the_result_says_why() -> None:
+    result = {"vault": "v", "total": 5000, "entries": [{"path": f"n{i}.md"} for i in range(5000)]}
+    cut, truncated = fit(result, 4096)
+    assert truncated
+    assert size(cut) <= 4096
+    assert cut["total"] == 5000
+    assert 0 < len(cut["entries"]) < 5000
+    assert cut["entries"][0] == {"path": "n0.md"}
+    assert cut["truncated"] is True
+    assert f"{size(result)} bytes" in cut["notice"]
+
+
+def test_a_long_string_is_cut_with_a_marker() -> None:
+    cut, truncated = fit({"path": "a.md", "content": "word " * 5000}, 4096)
+    assert truncated
+    assert cut["content"].endswith("…[cut]")
+    assert size(cut) <= 4096
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["a", "b", "items", "content"]),
+        st.one_of(
+            st.text(max_size=3000), st.lists(st.text(max_size=200), max_size=100), st.integers()
+        ),
+        max_size=4,
+    )
+)
+def test_fit_always_ends_within_the_limit(result: dict[str, Any]) -> None:
+    cut, _ = fit(result, 4096)
+    assert len(encode(cut).encode()) <= 4096
+
+
+def test_primary_count_is_the_length_of_the_first_list() -> None:
+    assert primary_count({"vault": "v", "hits": [1, 2], "other": [1]}) == 2
+    assert primary_count({"vault": "v"}) is None
