@@ -350,3 +350,23 @@ def test_the_response_shows_flags_only_when_they_apply(vault: Vault) -> None:
     assert "dry_run" not in response
     assert "deleted" not in response
     assert set(response) == {"path", "vault", "bytes", "content_hash", "created", "diff"}
+
+
+def test_a_rewrite_that_drops_the_block_gets_created_back_and_updated(tmp_path: Path) -> None:
+    vault = make_vault(
+        tmp_path, {"x.md": "---\ntitle: X\ncreated: 2020-01-01T00:00:00Z\n---\nold\n"}
+    )
+    edit.apply(vault, WriteOp("x.md", replace_with("new body\n")))
+    assert (vault.root / "x.md").read_text() == (
+        f"---\ncreated: 2020-01-01T00:00:00Z\nupdated: {NOW}\n---\nnew body\n"
+    )
+
+
+def test_a_block_added_to_a_hand_written_note_gets_no_timestamps(tmp_path: Path) -> None:
+    vault = make_vault(tmp_path, {"x.md": "# Hand written\n"})
+
+    def tag(cur: str, _exists: bool) -> str:
+        return edit.edit_frontmatter(cur, "x.md", lambda fm: fm.set("tags", ["a"]))
+
+    edit.apply(vault, WriteOp("x.md", tag))
+    assert (vault.root / "x.md").read_text() == "---\ntags:\n  - a\n---\n# Hand written\n"

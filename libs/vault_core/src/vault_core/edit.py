@@ -23,7 +23,7 @@ from vault_core.errors import (
     NoteNotFoundError,
     TooLargeError,
 )
-from vault_core.frontmatter import Frontmatter, Rfc3339
+from vault_core.frontmatter import Frontmatter, Rfc3339, plain_value
 from vault_core.paths import Resolved
 from vault_core.text import Decoded, content_hash, decode, encode, same_hash
 from vault_core.vault import ATTACHMENT_TYPES, Actor, Vault, read_limited, rfc3339
@@ -99,7 +99,9 @@ def apply(vault: Vault, op: WriteOp, actor: Actor | None = None) -> WriteResult:
         _check_expected(resolved.rel, op.expected_hash, current)
         new_text = op.transform(current.text, current.exists)
         if new_text != current.text and not op.skip_touch and new_text:
-            new_text = touch(new_text, current.exists, rfc3339(vault.now()))
+            new_text = touch(
+                new_text, rfc3339(vault.now()), before=current.text if current.exists else None
+            )
         data = encode(new_text, current.decoded)
         result = _result(vault, resolved.rel, current, new_text, data, dry_run=op.dry_run)
         if not result.changed or op.dry_run:
@@ -161,16 +163,23 @@ def _result(
     return result
 
 
-def touch(text: str, existed: bool, now: str) -> str:
-    """Maintain `created`/`updated` (spec §8.4): only where a block exists or the note is new."""
-    split = frontmatter.split(text)
-    if split.yaml_text is None and existed:
+def touch(text: str, now: str, *, before: str | None = None) -> str:
+    """Maintain `created`/`updated` (spec §8.4) in the text a write produces.
+
+    Only where the note had a block (`before`, its text until now) or is new
+    (`before` None): a hand-written note without metadata gets none. A rewrite
+    that dropped the block gets one back with the note's original `created`.
+    """
+    old = None if before is None else frontmatter.split(before)
+    if old is not None and old.yaml_text is None:
         return text
+    split = frontmatter.split(text)
     fm = Frontmatter(split.yaml_text)
     if fm.error:
         return text  # an unreadable block is kept byte for byte, never rewritten
     if fm.get("created") in (None, ""):
-        fm.set("created", Rfc3339(now))
+        previous = Frontmatter(old.yaml_text).get("created") if old is not None else None
+        fm.set("created", Rfc3339(plain_value(previous) if previous else now))
     fm.set("updated", Rfc3339(now))
     return frontmatter.join(fm.render(), split.body)
 

@@ -1,1 +1,15 @@
-"""The authorization center: members, grants, tokens, audit."""
+"""The authorization center: members, grants, tokens, revocations and a hash-chained audit.
+
+`create_app(settings)` builds the HTTP service; `secondbrain-center` (center.cli) is
+the operator's command line. Domain modules never raise HTTP errors, only
+`center.errors`; the routes under `center.routes` are thin glue.
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("secondbrain")
+except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+    __version__ = "0.0.0"
+
+__all__ = ["__version__"]

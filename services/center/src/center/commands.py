@@ -1,0 +1,254 @@
+"""The remote verbs of `secondbrain-center`: members, grants and requests over HTTP.
+
+The operator's verbs send `SECONDBRAIN_CENTER_ADMIN_TOKEN`; the verbs a member runs
+(`request create|cancel|claim`) send the member's own `SECONDBRAIN_CENTER_TOKEN`. A
+credential or token the center returns is printed once, by the verb that created it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from center.remote import (
+    DEFAULT_URL,
+    MEMBER_TOKEN_ENV,
+    Json,
+    Remote,
+    RemoteError,
+    Url,
+    console,
+    handled,
+    print_json,
+    print_table,
+    show,
+)
+
+member_app = typer.Typer(help="Create, list, change and remove members.", no_args_is_help=True)
+grant_app = typer.Typer(help="Issue, list and revoke grants.", no_args_is_help=True)
+request_app = typer.Typer(help="Ask for, decide and claim grants.", no_args_is_help=True)
+MEMBER_COLUMNS = ("id", "role", "scope", "vaults", "generation", "password")
+GRANT_COLUMNS = ("id", "vault", "scope", "grantee", "issued_by", "depth", "expiry", "revoked")
+REQUEST_COLUMNS = ("id", "requester", "vault", "scope", "minutes", "state", "decided_by")
+
+
+VaultsOpt = Annotated[
+    list[str] | None, typer.Option("--vault", help="A vault the member may use (repeat).")
+]
+AllVaults = Annotated[bool, typer.Option("--all-vaults", help="Every vault, now and later.")]
+RoleOpt = Annotated[str | None, typer.Option(help="reader, editor, admin or owner.")]
+ScopeOpt = Annotated[str | None, typer.Option(help="read, write, read_write, rwd, allow_all.")]
+PasswordOpt = Annotated[
+    bool, typer.Option("--password", help="Prompt for a password (never given as a flag).")
+]
+
+
+def _vaults(vaults: list[str] | None, all_vaults: bool) -> list[str] | None:
+    if all_vaults and vaults:
+        raise RemoteError("invalid_argument", "use --vault or --all-vaults, not both")
+    return ["*"] if all_vaults else vaults or None
+
+
+def _password(wanted: bool) -> str | None:
+    if not wanted:
+        return None
+    value: str = typer.prompt("Password", hide_input=True, confirmation_prompt=True)
+    return value
+
+
+@member_app.command("add")
+@handled
+def member_add(
+    member_id: Annotated[str, typer.Argument(help="1-64 of A-Z a-z 0-9 - _")],
+    *,
+    vault: VaultsOpt = None,
+    all_vaults: AllVaults = False,
+    role: RoleOpt = None,
+    scope: ScopeOpt = None,
+    password: PasswordOpt = False,
+    url: Url = DEFAULT_URL,
+    as_json: Json = False,
+) -> None:
+    """Create a member and print its credential — once; store it safely now."""
+    vaults = _vaults(vault, all_vaults)
+    if vaults is None:
+        raise RemoteError("invalid_argument", "name at least one --vault, or --all-vaults")
+    body: dict[str, Any] = {"id": member_id, "vaults": vaults, "role": role, "scope": scope}
+    if secret := _password(password):
+        body["password"] = secret
+    created = Remote(url).call("POST", "/v1/members", body=body)
+    show(created, as_json, (*MEMBER_COLUMNS, "credential"))
+
+
+@member_app.command("list")
+@handled
+def member_list(url: Url = DEFAULT_URL, as_json: Json = False) -> None:
+    """Every member, without credentials."""
+    listed = Remote(url).call("GET", "/v1/members")
+    if as_json:
+        print_json(console, listed)
+    else:
+        print_table(console, listed["members"], MEMBER_COLUMNS)
+
+
+@member_app.command("set")
+@handled
+def member_set(
+    member_id: str,
+    *,
+    vault: VaultsOpt = None,
+    all_vaults: AllVaults = False,
+    role: RoleOpt = None,
+    scope: ScopeOpt = None,
+    password: PasswordOpt = False,
+    rotate_credential: Annotated[
+        bool, typer.Option("--rotate-credential", help="Issue a new credential (shown once).")
+    ] = False,
+    url: Url = DEFAULT_URL,
+    as_json: Json = False,
+) -> None:
+    """Change a member; a role, scope or vault change revokes its grants and tokens."""
+    body: dict[str, Any] = {"role": role, "scope": scope, "vaults": _vaults(vault, all_vaults)}
+    body = {name: value for name, value in body.items() if value is not None}
+    if secret := _password(password):
+        body["password"] = secret
+    if rotate_credential:
+        body["rotate_credential"] = True
+    changed = Remote(url).call("PATCH", f"/v1/members/{member_id}", body=body)
+    shown = (*MEMBER_COLUMNS, "revoked_grants", *(("credential",) if rotate_credential else ()))
+    show(changed, as_json, shown)
+
+
+@member_app.command("remove")
+@handled
+def member_remove(member_id: str, url: Url = DEFAULT_URL, as_json: Json = False) -> None:
+    """Remove a member; its tokens and every grant it issued or received die."""
+    show(Remote(url).call("DELETE", f"/v1/members/{member_id}"), as_json)
+
+
+@grant_app.command("issue")
+@handled
+def grant_issue(
+    *,
+    vault: Annotated[str, typer.Option(help="The vault the grant is for.")],
+    scope: Annotated[str, typer.Option(help="read (default), write, read_write, …")] = "read",
+    minutes: Annotated[int, typer.Option(min=1, max=60, help="Lifetime, 1-60.")] = 15,
+    grantee: Annotated[str | None, typer.Option(help="A member of the vault.")] = None,
+    resource: Annotated[
+        list[str] | None, typer.Option("--resource", help="Node MCP URL (repeat).")
+    ] = None,
+    reason: Annotated[str | None, typer.Option(help="Why; recorded in the audit.")] = None,
+    url: Url = DEFAULT_URL,
+    as_json: Json = False,
+) -> None:
+    """Issue a grant as the operator and print its token — once."""
+    body = {"vault": vault, "scope": scope, "minutes": minutes, "grantee": grantee}
+    body.update(reason=reason, resource=resource or [])
+    issued = Remote(url).call("POST", "/v1/grants", body=body)
+    show(issued, as_json, (*GRANT_COLUMNS, "audience", "token"))
+
+
+@grant_app.command("list")
+@handled
+def grant_list(
+    vault: Annotated[str | None, typer.Argument(help="Only this vault.")] = None,
+    url: Url = DEFAULT_URL,
+    as_json: Json = False,
+) -> None:
+    """Unexpired grants (never their tokens)."""
+    listed = Remote(url).call("GET", "/v1/grants", params={"vault": vault} if vault else None)
+    if as_json:
+        print_json(console, listed)
+    else:
+        print_table(console, listed["grants"], GRANT_COLUMNS)
+
+
+@grant_app.command("revoke")
+@handled
+def grant_revoke(grant_id: str, url: Url = DEFAULT_URL, as_json: Json = False) -> None:
+    """Revoke a grant and every grant delegated under it."""
+    show(Remote(url).call("DELETE", f"/v1/grants/{grant_id}"), as_json)
+
+
+def _member(url: str) -> Remote:
+    return Remote(url, env=MEMBER_TOKEN_ENV)
+
+
+@request_app.command("create")
+@handled
+def request_create(
+    *,
+    vault: Annotated[str, typer.Option(help="A vault you are a member of.")],
+    scope: Annotated[str, typer.Option(help="read (default), write, read_write, …")] = "read",
+    minutes: Annotated[int, typer.Option(min=1, max=60, help="Grant lifetime, 1-60.")] = 15,
+    reason: Annotated[str | None, typer.Option(help="Why; recorded in the audit.")] = None,
+    approver: Annotated[
+        list[str] | None, typer.Option("--approver", help="Who may decide (repeat).")
+    ] = None,
+    url: Url = DEFAULT_URL,
+    as_json: Json = False,
+) -> None:
+    """Ask for a grant, as the member in SECONDBRAIN_CENTER_TOKEN."""
+    body = {"vault": vault, "scope": scope, "minutes": minutes, "reason": reason}
+    body["approvers"] = approver or []
+    show(_member(url).call("POST", "/v1/requests", body=body), as_json, REQUEST_COLUMNS)
+
+
+@request_app.command("list")
+@handled
+def request_list(
+    vault: Annotated[str | None, typer.Option(help="Only this vault.")] = None,
+    state: Annotated[str | None, typer.Option(help="pending, approved, … claimed.")] = None,
+    url: Url = DEFAULT_URL,
+    as_json: Json = False,
+) -> None:
+    """Every request (operator), with the lazy expiry applied first."""
+    params = {name: value for name, value in (("vault", vault), ("state", state)) if value}
+    listed = Remote(url).call("GET", "/v1/requests", params=params or None)
+    if as_json:
+        print_json(console, listed)
+    else:
+        print_table(console, listed["requests"], REQUEST_COLUMNS)
+
+
+def _decide(verb: str, request_id: str, url: str, as_json: bool) -> None:
+    show(Remote(url).call("POST", f"/v1/requests/{request_id}/{verb}"), as_json, REQUEST_COLUMNS)
+
+
+@request_app.command("approve")
+@handled
+def request_approve(request_id: str, url: Url = DEFAULT_URL, as_json: Json = False) -> None:
+    """Approve a pending request as the operator (issues nothing; the requester claims)."""
+    _decide("approve", request_id, url, as_json)
+
+
+@request_app.command("reject")
+@handled
+def request_reject(request_id: str, url: Url = DEFAULT_URL, as_json: Json = False) -> None:
+    """Reject a pending request as the operator."""
+    _decide("reject", request_id, url, as_json)
+
+
+@request_app.command("cancel")
+@handled
+def request_cancel(request_id: str, url: Url = DEFAULT_URL, as_json: Json = False) -> None:
+    """Withdraw your own request (member in SECONDBRAIN_CENTER_TOKEN)."""
+    cancelled = _member(url).call("POST", f"/v1/requests/{request_id}/cancel")
+    show(cancelled, as_json, REQUEST_COLUMNS)
+
+
+@request_app.command("claim")
+@handled
+def request_claim(
+    request_id: str,
+    resource: Annotated[
+        list[str] | None, typer.Option("--resource", help="Node MCP URL (repeat).")
+    ] = None,
+    url: Url = DEFAULT_URL,
+    as_json: Json = False,
+) -> None:
+    """Claim your approved request and print the grant's token — once."""
+    body = {"resource": resource or []}
+    claimed = _member(url).call("POST", f"/v1/requests/{request_id}/claim", body=body)
+    show(claimed, as_json, (*GRANT_COLUMNS, "audience", "token"))

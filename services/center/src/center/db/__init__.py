@@ -1,0 +1,34 @@
+"""The center's storage: SQLAlchemy models, the engine setup and Alembic migrations."""
+
+from center.db.engine import make_engine, migrate, private_dir, private_file
+from center.db.models import (
+    AuditHead,
+    AuditRecord,
+    Base,
+    Feed,
+    Generation,
+    Grant,
+    Key,
+    Member,
+    Node,
+    Request,
+    Token,
+)
+
+__all__ = [
+    "AuditHead",
+    "AuditRecord",
+    "Base",
+    "Feed",
+    "Generation",
+    "Grant",
+    "Key",
+    "Member",
+    "Node",
+    "Request",
+    "Token",
+    "make_engine",
+    "migrate",
+    "private_dir",
+    "private_file",
+]

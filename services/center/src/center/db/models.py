@@ -1,0 +1,165 @@
+"""The center's tables, one class each, written once for SQLite and PostgreSQL alike.
+
+Times are Unix seconds (BIGINT) and lists are JSON, so both engines store the same
+values. Secrets never reach a row: credentials are SHA-256 digests, passwords argon2id
+PHC strings, keys only their public half. Alembic owns the schema (`alembic/versions`);
+a test keeps these classes and the migrations in step.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import JSON, BigInteger, Boolean, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+ID = 64
+"""Member, node and vault ids: at most 64 characters."""
+OBJECT_ID = 32
+"""Grant, request and token ids: 128 random bits as 32 hex digits."""
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Member(Base):
+    """A durable principal: its role caps its scope; `vaults` is a list or `["*"]`."""
+
+    __tablename__ = "members"
+
+    id: Mapped[str] = mapped_column(String(ID), primary_key=True)
+    role: Mapped[str] = mapped_column(String(16))
+    scope: Mapped[str] = mapped_column(String(24))
+    vaults: Mapped[list[str]] = mapped_column(JSON)
+    credential_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    password_hash: Mapped[str | None] = mapped_column(String(256), default=None)
+    created: Mapped[int] = mapped_column(BigInteger)
+    updated: Mapped[int] = mapped_column(BigInteger)
+
+
+class Generation(Base):
+    """A member's generation counter; kept after removal so a re-created id cannot reset it."""
+
+    __tablename__ = "generations"
+
+    member_id: Mapped[str] = mapped_column(String(ID), primary_key=True)
+    generation: Mapped[int] = mapped_column(BigInteger)
+
+
+class Grant(Base):
+    """A time-bound delegation. `chain` is its ancestors and itself, root first."""
+
+    __tablename__ = "grants"
+
+    id: Mapped[str] = mapped_column(String(OBJECT_ID), primary_key=True)
+    issued_by: Mapped[str] = mapped_column(String(ID), index=True)
+    grantee: Mapped[str] = mapped_column(String(ID), index=True)
+    scope: Mapped[str] = mapped_column(String(24))
+    role: Mapped[str] = mapped_column(String(16))
+    vault: Mapped[str] = mapped_column(String(ID), index=True)
+    parent: Mapped[str | None] = mapped_column(String(OBJECT_ID), index=True, default=None)
+    chain: Mapped[list[str]] = mapped_column(JSON)
+    depth: Mapped[int] = mapped_column(Integer)
+    issuer_generation: Mapped[int] = mapped_column(BigInteger)
+    grantee_generation: Mapped[int] = mapped_column(BigInteger)
+    reason: Mapped[str | None] = mapped_column(String(256), default=None)
+    request_id: Mapped[str | None] = mapped_column(String(OBJECT_ID), default=None)
+    created: Mapped[int] = mapped_column(BigInteger)
+    expires: Mapped[int] = mapped_column(BigInteger, index=True)
+    revoked: Mapped[int | None] = mapped_column(BigInteger, default=None)
+
+
+class Request(Base):
+    """A member's request for a grant, with the approver's bounds recorded at approval."""
+
+    __tablename__ = "requests"
+
+    id: Mapped[str] = mapped_column(String(OBJECT_ID), primary_key=True)
+    requester: Mapped[str] = mapped_column(String(ID), index=True)
+    vault: Mapped[str] = mapped_column(String(ID), index=True)
+    scope: Mapped[str] = mapped_column(String(24))
+    minutes: Mapped[int] = mapped_column(Integer)
+    reason: Mapped[str | None] = mapped_column(String(256), default=None)
+    approvers: Mapped[list[str]] = mapped_column(JSON)
+    state: Mapped[str] = mapped_column(String(16), index=True)
+    created: Mapped[int] = mapped_column(BigInteger)
+    decided: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    decided_by: Mapped[str | None] = mapped_column(String(ID), default=None)
+    approver_scope: Mapped[str | None] = mapped_column(String(24), default=None)
+    approver_role: Mapped[str | None] = mapped_column(String(16), default=None)
+    approver_expiry: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    approver_generation: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    requester_generation: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    grant_id: Mapped[str | None] = mapped_column(String(OBJECT_ID), default=None)
+
+
+class Node(Base):
+    """A registered vault node: its MCP resource URL and the vaults it serves."""
+
+    __tablename__ = "nodes"
+
+    id: Mapped[str] = mapped_column(String(ID), primary_key=True)
+    resource: Mapped[str] = mapped_column(String(512))
+    credential_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    vaults: Mapped[list[str]] = mapped_column(JSON)
+    created: Mapped[int] = mapped_column(BigInteger)
+    last_seen: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    revocation_seq: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    checkpoint_seq: Mapped[int | None] = mapped_column(BigInteger, default=None)
+
+
+class Key(Base):
+    """A signing key's public half. Retired keys get `not_after` = the last `exp` they signed."""
+
+    __tablename__ = "keys"
+
+    kid: Mapped[str] = mapped_column(String(64), primary_key=True)
+    public: Mapped[str] = mapped_column(String(64))
+    created: Mapped[int] = mapped_column(BigInteger)
+    not_after: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    max_exp: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    revoked: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class Token(Base):
+    """A node token the center signed for a member (no token material, only its jti)."""
+
+    __tablename__ = "tokens"
+
+    jti: Mapped[str] = mapped_column(String(OBJECT_ID), primary_key=True)
+    subject: Mapped[str] = mapped_column(String(ID), index=True)
+    issued_by: Mapped[str] = mapped_column(String(ID))
+    scope: Mapped[str] = mapped_column(String(64))
+    vaults: Mapped[list[str]] = mapped_column(JSON)
+    created: Mapped[int] = mapped_column(BigInteger)
+    expires: Mapped[int] = mapped_column(BigInteger, index=True)
+    revoked: Mapped[int | None] = mapped_column(BigInteger, default=None)
+
+
+class Feed(Base):
+    """The one row of the revocation feed: its `seq` and the digest of what it published."""
+
+    __tablename__ = "feed"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    seq: Mapped[int] = mapped_column(BigInteger)
+    digest: Mapped[str] = mapped_column(String(64))
+
+
+class AuditRecord(Base):
+    """One audit record as its canonical NDJSON line (PostgreSQL deployments)."""
+
+    __tablename__ = "audit"
+
+    seq: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    vault: Mapped[str | None] = mapped_column(String(ID), index=True, default=None)
+    line: Mapped[str] = mapped_column(Text)
+
+
+class AuditHead(Base):
+    """The one row naming the last audit record; appends lock it (FOR UPDATE)."""
+
+    __tablename__ = "audit_head"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    seq: Mapped[int] = mapped_column(BigInteger)
+    hash: Mapped[str] = mapped_column(String(64))

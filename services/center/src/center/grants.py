@@ -1,0 +1,312 @@
+"""Grants: time-bound delegations inside one vault, and their transitive revocation.
+
+A grant lives 1-60 minutes and never exceeds its issuer: not its role, scope or vault,
+nor (when delegated under a parent grant) the parent's scope, vault or remaining
+lifetime; delegation stops at depth 2. `chain` holds a grant's ancestors and itself, so
+revoking any ancestor reaches every descendant at a node with one set lookup.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, func, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from center.db import Grant
+from center.errors import ConflictError, ForbiddenError, LimitError, NotFoundError
+from center.keyring import Keyring
+from center.principals import (
+    MANAGERS,
+    OPERATOR_ID,
+    Principal,
+    current,
+    find,
+    of_vault,
+    role_for,
+    role_rank,
+)
+from center.store import Change
+from center.tokens import audience, claims_for, narrowed
+from tickets import ALL_VAULTS, MAX_DEPTH, Scope
+from tickets.revocation import SKEW
+from tickets.scopes import EXPANSION, ROLE_CAPS
+
+MAX_ACTIVE = 10_000
+MIN_MINUTES, MAX_MINUTES = 1, 60
+
+
+@dataclass(frozen=True)
+class GrantAsk:
+    """What an issuer asks for. No grantee: the issuing member itself, or (operator) an
+    anonymous principal named by the grant's id."""
+
+    vault: str
+    scope: Scope = "read"
+    minutes: int = 15
+    grantee: str | None = None
+    parent: str | None = None
+    reason: str | None = None
+    resources: tuple[str, ...] = ()
+    request_id: str | None = None
+    until: int | None = None
+    """An absolute cap on the expiry (a claimed request's approver bound)."""
+
+
+def view(row: Grant) -> dict[str, Any]:
+    """A grant as listings show it: metadata only, never token material."""
+    return {
+        "id": row.id,
+        "parent": row.parent,
+        "chain": list(row.chain),
+        "depth": row.depth,
+        "issued_by": row.issued_by,
+        "grantee": row.grantee,
+        "scope": row.scope,
+        "role": row.role,
+        "vault": row.vault,
+        "expiry": row.expires,
+        "created": row.created,
+        "generation": row.grantee_generation,
+        "reason": row.reason,
+        "request_id": row.request_id,
+        "revoked": row.revoked,
+    }
+
+
+def _check_issuer(caller: Principal, ask: GrantAsk) -> None:
+    if not caller.manages(ask.vault):
+        raise ForbiddenError(
+            f"only an admin or owner of vault {ask.vault!r} may issue grants in it"
+        )
+    narrowed(caller.permissions, ask.scope)
+
+
+async def _parent(
+    session: AsyncSession, caller: Principal, ask: GrantAsk, now: int
+) -> Grant | None:
+    if ask.parent is None:
+        return None
+    row = await session.get(Grant, ask.parent)
+    if row is None or row.expires <= now:
+        raise NotFoundError("grant", ask.parent)
+    if row.revoked is not None:
+        raise ForbiddenError(f"parent grant {row.id} is revoked; delegate under an active one")
+    if row.grantee != caller.id:
+        raise ForbiddenError(f"only the grantee of {row.id} may delegate under it")
+    if row.vault != ask.vault:
+        raise ForbiddenError(f"a delegated grant stays in its parent's vault {row.vault!r}")
+    if row.depth + 1 > MAX_DEPTH:
+        raise ForbiddenError(f"delegation stops at depth {MAX_DEPTH}; {row.id} is at {row.depth}")
+    narrowed(EXPANSION[row.scope], ask.scope)  # type: ignore[index]
+    left = row.expires - now
+    if ask.minutes * 60 > left:
+        raise ForbiddenError(
+            f"the parent grant ends in {left} s; ask for at most {left // 60} minutes"
+        )
+    return row
+
+
+async def _grantee(
+    session: AsyncSession, caller: Principal, ask: GrantAsk, grant_id: str
+) -> Principal:
+    if ask.grantee == OPERATOR_ID:
+        raise ForbiddenError(f"{OPERATOR_ID} is never a grantee; name a member or leave it out")
+    if ask.grantee is None:
+        if caller.is_operator:
+            return Principal(grant_id, role_for(ask.scope), ask.scope, (ask.vault,))
+        return caller
+    who = await find(session, ask.grantee)
+    if who is None or not who.sees(ask.vault):
+        raise ForbiddenError(f"{ask.grantee!r} is not a principal of vault {ask.vault!r}")
+    if role_rank(who.role) > role_rank(caller.role):
+        raise ForbiddenError(f"grantee role {who.role} is above your role {caller.role}")
+    if not EXPANSION[ask.scope] <= EXPANSION[ROLE_CAPS[who.role]]:
+        raise ForbiddenError(f"{ask.scope} exceeds the cap of the grantee's role {who.role}")
+    return who
+
+
+async def _check_capacity(session: AsyncSession, now: int) -> None:
+    active = await session.scalar(
+        select(func.count()).select_from(Grant).where(Grant.revoked.is_(None), Grant.expires > now)
+    )
+    if (active or 0) >= MAX_ACTIVE:
+        raise LimitError(f"{MAX_ACTIVE} grants are active; revoke some or wait for them to expire")
+
+
+def _row(
+    grant_id: str,
+    ask: GrantAsk,
+    *,
+    caller: Principal,
+    grantee: Principal,
+    parent: Grant | None,
+    now: int,
+) -> Grant:
+    return Grant(
+        id=grant_id,
+        issued_by=caller.id,
+        grantee=grantee.id,
+        scope=ask.scope,
+        role=grantee.role,
+        vault=ask.vault,
+        parent=parent.id if parent else None,
+        chain=[*(parent.chain if parent else []), grant_id],
+        depth=parent.depth + 1 if parent else 1,
+        issuer_generation=caller.generation,
+        grantee_generation=grantee.generation,
+        reason=ask.reason,
+        request_id=ask.request_id,
+        created=now,
+        expires=min(now + ask.minutes * 60, ask.until or now + ask.minutes * 60),
+    )
+
+
+async def issue(
+    work: Change, keyring: Keyring, issuer: str, caller: Principal, ask: GrantAsk
+) -> dict[str, Any]:
+    """Issue a grant and sign its token; the response is the only place the token appears."""
+    caller = await current(work.session, caller)
+    await prune(work.session, work.now)
+    _check_issuer(caller, ask)
+    parent = await _parent(work.session, caller, ask, work.now)
+    grant_id = secrets.token_hex(16)
+    grantee = await _grantee(work.session, caller, ask, grant_id)
+    return await create(
+        work, keyring, issuer, grant_id, ask, caller=caller, grantee=grantee, parent=parent
+    )
+
+
+async def create(
+    work: Change,
+    keyring: Keyring,
+    issuer: str,
+    grant_id: str,
+    ask: GrantAsk,
+    *,
+    caller: Principal,
+    grantee: Principal,
+    parent: Grant | None = None,
+) -> dict[str, Any]:
+    """Store, sign and audit a grant whose issuer and grantee were already checked."""
+    await _check_capacity(work.session, work.now)
+    aud = await audience(work.session, [ask.vault], ask.resources)
+    row = _row(grant_id, ask, caller=caller, grantee=grantee, parent=parent, now=work.now)
+    work.session.add(row)
+    claims = claims_for(
+        iss=issuer,
+        sub=row.grantee,
+        aud=aud,
+        scope=ask.scope,
+        vaults=[row.vault],
+        role=grantee.role,
+        now=work.now,
+        mgen=row.grantee_generation,
+        chain=row.chain,
+        lifetime=row.expires - work.now,
+    )
+    token = await keyring.sign(work, claims)
+    delegated = {"issued_by": caller.id, "via_grant": row.parent} if row.parent else {}
+    work.record(
+        "grant.issue",
+        **_fields(row, caller.id),
+        reason=row.reason,
+        request_id=row.request_id,
+        **delegated,
+    )
+    return {**view(row), "token": token, "audience": aud}
+
+
+def _fields(row: Grant, actor: str) -> dict[str, Any]:
+    return {
+        "actor": actor,
+        "subject": row.grantee,
+        "scope": row.scope,
+        "vault": row.vault,
+        "expiry": row.expires,
+        "parent": row.parent,
+        "object": f"grant:{row.id}",
+    }
+
+
+async def _cascade(work: Change, roots: Sequence[Grant], actor: str, reason: str) -> list[str]:
+    """Revoke `roots` and every live descendant; one audit record per grant revoked."""
+    revoked: list[str] = []
+    frontier = list(roots)
+    while frontier:
+        for row in frontier:
+            if row.revoked is None:
+                row.revoked = work.now
+                revoked.append(row.id)
+                work.record("grant.revoke", **_fields(row, actor), reason=reason)
+        children = select(Grant).where(
+            Grant.parent.in_([row.id for row in frontier]), Grant.expires > work.now
+        )
+        frontier = list((await work.session.scalars(children.with_for_update())).all())
+    return revoked
+
+
+async def revoke(work: Change, caller: Principal, grant_id: str) -> list[str]:
+    """Revoke a grant and, transitively, everything delegated under it."""
+    caller = await current(work.session, caller)
+    row = await work.session.get(Grant, grant_id, with_for_update=True)
+    visible = row is not None and (
+        caller.is_operator or row.issued_by == caller.id or caller.manages(row.vault)
+    )
+    if row is None or not visible or row.expires <= work.now:
+        raise NotFoundError("grant", grant_id)
+    if (
+        not caller.is_operator
+        and row.issued_by != caller.id
+        and role_rank(row.role) > role_rank(caller.role)
+    ):
+        raise ForbiddenError(f"grant {grant_id} is for role {row.role}, above your role")
+    if row.revoked is not None:
+        raise ConflictError(f"grant {grant_id} is already revoked")
+    return await _cascade(work, [row], caller.id, "revoked")
+
+
+async def revoke_involving(work: Change, member_id: str, actor: str, reason: str) -> list[str]:
+    """Revoke every live grant issued by or to `member_id`, and their descendants."""
+    rows = await work.session.scalars(
+        select(Grant)
+        .where(
+            or_(Grant.issued_by == member_id, Grant.grantee == member_id),
+            Grant.revoked.is_(None),
+            Grant.expires > work.now,
+        )
+        .with_for_update()
+    )
+    return await _cascade(work, list(rows.all()), actor, reason)
+
+
+async def listing(
+    session: AsyncSession, caller: Principal, vault: str | None, now: int
+) -> list[dict[str, Any]]:
+    """Unexpired grants: all for the operator, a manager's vaults, otherwise one's own."""
+    query = select(Grant).where(Grant.expires > now).order_by(Grant.created, Grant.id)
+    if vault is not None:
+        query = query.where(Grant.vault == vault)
+    if not caller.is_operator:
+        if caller.role not in MANAGERS:
+            query = query.where(Grant.issued_by == caller.id)
+        elif caller.vaults != (ALL_VAULTS,):
+            query = query.where(Grant.vault.in_(caller.vaults))
+    return [view(row) for row in (await session.scalars(query)).all()]
+
+
+async def access(session: AsyncSession, caller: Principal, vault: str, now: int) -> dict[str, Any]:
+    """Who may reach `vault`: its member principals and its live grants."""
+    if not (caller.is_operator or caller.manages(vault)):
+        raise ForbiddenError(f"only an admin or owner of vault {vault!r} may see its access")
+    members = [p.as_dict() for p in await of_vault(session, vault)]
+    grants = [g for g in await listing(session, caller, vault, now) if g["revoked"] is None]
+    return {"vault": vault, "members": members, "grants": grants}
+
+
+async def prune(session: AsyncSession, now: int) -> None:
+    """Forget grants that expired (plus clock skew); their descendants expired with them."""
+    await session.execute(delete(Grant).where(Grant.expires + SKEW < now))

@@ -1,0 +1,67 @@
+"""The signing key from the environment, and the public keys every node must trust.
+
+The active key is the one `SECONDBRAIN_CENTER_SECRET` holds. Rotation is a restart with
+a new secret: at start, a previously active key is retired and stays in the JWKS until
+the last token it signed has expired (its largest `exp` plus clock skew), then drops out.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from center.db import Key
+from center.store import Change, Store
+from tickets import ACCESS_TOKEN_TYP, Claims, KeySet, PublicKey, SigningKey, sign
+from tickets.keys import b64url_decode, b64url_encode
+from tickets.verify import DEFAULT_SKEW
+
+
+class Keyring:
+    """Signs tokens with the active key and publishes the key set."""
+
+    def __init__(self, key: SigningKey) -> None:
+        self.key = key
+
+    @property
+    def kid(self) -> str:
+        return self.key.kid
+
+    async def start(self, store: Store) -> None:
+        """Record the active key; retire any other key that was active until now."""
+        async with store.change() as work:
+            rows = {row.kid: row for row in (await work.session.scalars(select(Key))).all()}
+            current = rows.get(self.kid)
+            if current is None:
+                public = b64url_encode(self.key.public.raw)
+                work.session.add(Key(kid=self.kid, public=public, created=work.now, revoked=False))
+                work.record("key.activate", actor="system", object=f"key:{self.kid}")
+            elif current.not_after is not None:
+                current.not_after = None
+                work.record("key.activate", actor="system", object=f"key:{self.kid}")
+            for row in rows.values():
+                if row.kid != self.kid and row.not_after is None:
+                    row.not_after = max(row.max_exp or 0, work.now) + DEFAULT_SKEW
+                    work.record(
+                        "key.retire", actor="system", object=f"key:{row.kid}", expiry=row.not_after
+                    )
+
+    async def key_set(self, session: AsyncSession, now: int) -> KeySet:
+        """Active and retired keys still needed at `now`; revoked keys never."""
+        usable = or_(Key.not_after.is_(None), Key.not_after >= now)
+        rows = (
+            await session.scalars(select(Key).where(usable, ~Key.revoked).order_by(Key.created))
+        ).all()
+        return KeySet(PublicKey(b64url_decode(row.public), row.not_after) for row in rows)
+
+    async def revoked_kids(self, session: AsyncSession) -> frozenset[str]:
+        return frozenset((await session.scalars(select(Key.kid).where(Key.revoked))).all())
+
+    async def sign(self, work: Change, claims: Claims) -> str:
+        """Sign an access token, and remember its `exp` so a retired key lives long enough."""
+        await work.session.execute(
+            update(Key)
+            .where(Key.kid == self.kid, or_(Key.max_exp.is_(None), Key.max_exp < claims.exp))
+            .values(max_exp=claims.exp)
+        )
+        return sign(claims.to_payload(), self.key, typ=ACCESS_TOKEN_TYP)

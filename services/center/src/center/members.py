@@ -1,0 +1,156 @@
+"""Members: durable principals the operator creates, changes and removes.
+
+A member's credential is shown once, at creation (or rotation), and stored as its SHA-256
+digest. Changing a member's role, scope or vaults, rotating its credential or removing
+it bumps its generation — every token it holds dies at the nodes — and revokes every
+grant it issued or received, transitively.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from center.auth import digest, new_credential
+from center.db import Generation, Member
+from center.errors import ExistsError, NotFoundError
+from center.grants import revoke_involving
+from center.principals import (
+    FIRST_GENERATION,
+    OPERATOR_ID,
+    bump_generation,
+    check_member_id,
+    check_vaults,
+    generation_of,
+    role_and_scope,
+)
+from center.store import Change
+
+
+@dataclass(frozen=True)
+class MemberAsk:
+    """A new member. Scope defaults to read; the role to the lowest that covers the scope."""
+
+    id: str
+    vaults: Sequence[str]
+    role: str | None = None
+    scope: str | None = None
+    password_hash: str | None = None
+
+
+@dataclass(frozen=True)
+class MemberPatch:
+    """Changes to a member; None leaves a field as it is."""
+
+    role: str | None = None
+    scope: str | None = None
+    vaults: Sequence[str] | None = None
+    password_hash: str | None = None
+    rotate_credential: bool = False
+
+
+def view(member: Member, generation: int) -> dict[str, Any]:
+    """A member without any secret: no credential, no digest, no password hash."""
+    return {
+        "id": member.id,
+        "role": member.role,
+        "scope": member.scope,
+        "vaults": list(member.vaults),
+        "generation": generation,
+        "password": member.password_hash is not None,
+        "created": member.created,
+        "updated": member.updated,
+    }
+
+
+def _vault_field(vaults: Sequence[str]) -> str | None:
+    """The audit `vault` of a member event: its vault if it has exactly one, else global."""
+    return vaults[0] if len(vaults) == 1 else None
+
+
+async def _get(session: AsyncSession, member_id: str) -> Member:
+    member = await session.get(Member, member_id, with_for_update=True)
+    if member is None:
+        raise NotFoundError("member", member_id)
+    return member
+
+
+async def add(work: Change, ask: MemberAsk) -> dict[str, Any]:
+    """Create a member; the response carries its credential, which is never shown again."""
+    member_id = check_member_id(ask.id)
+    role, scope = role_and_scope(ask.role, ask.scope)
+    vaults = check_vaults(ask.vaults)
+    if await work.session.get(Member, member_id) is not None:
+        raise ExistsError("member", member_id)
+    if await work.session.get(Generation, member_id) is None:
+        work.session.add(Generation(member_id=member_id, generation=FIRST_GENERATION))
+    credential = new_credential()
+    member = Member(
+        id=member_id,
+        role=role,
+        scope=scope,
+        vaults=vaults,
+        credential_hash=digest(credential),
+        password_hash=ask.password_hash,
+        created=work.now,
+        updated=work.now,
+    )
+    work.session.add(member)
+    await work.session.flush()
+    generation = await generation_of(work.session, member_id)
+    work.record(
+        "member.add", actor=OPERATOR_ID, subject=member_id, scope=scope, vault=_vault_field(vaults)
+    )
+    return {**view(member, generation), "credential": credential}
+
+
+async def update(work: Change, member_id: str, patch: MemberPatch) -> dict[str, Any]:
+    """Change a member; a change of authority bumps its generation and revokes its grants."""
+    member = await _get(work.session, member_id)
+    role, scope = role_and_scope(patch.role or member.role, patch.scope or member.scope)
+    vaults = check_vaults(patch.vaults) if patch.vaults is not None else list(member.vaults)
+    authority = (role, scope, vaults) != (member.role, member.scope, list(member.vaults))
+    member.role, member.scope, member.vaults, member.updated = role, scope, vaults, work.now
+    if patch.password_hash is not None:
+        member.password_hash = patch.password_hash
+    extra: dict[str, Any] = {}
+    if patch.rotate_credential:
+        extra["credential"] = new_credential()
+        member.credential_hash = digest(extra["credential"])
+    revoked: list[str] = []
+    if authority or patch.rotate_credential:
+        await bump_generation(work.session, member_id)
+        revoked = await revoke_involving(work, member_id, OPERATOR_ID, "member.set")
+    generation = await generation_of(work.session, member_id)
+    work.record(
+        "member.set", actor=OPERATOR_ID, subject=member_id, scope=scope, vault=_vault_field(vaults)
+    )
+    return {**view(member, generation), "revoked_grants": revoked, **extra}
+
+
+async def remove(work: Change, member_id: str) -> dict[str, Any]:
+    """Remove a member; its generation stays, one higher, so its tokens never come back."""
+    member = await _get(work.session, member_id)
+    generation = await bump_generation(work.session, member_id)
+    revoked = await revoke_involving(work, member_id, OPERATOR_ID, "member.remove")
+    await work.session.delete(member)
+    work.record(
+        "member.remove", actor=OPERATOR_ID, subject=member_id, vault=_vault_field(member.vaults)
+    )
+    return {"id": member_id, "generation": generation, "revoked_grants": revoked}
+
+
+async def listing(session: AsyncSession) -> list[dict[str, Any]]:
+    members = (await session.scalars(select(Member).order_by(Member.id))).all()
+    return [view(m, await generation_of(session, m.id)) for m in members]
+
+
+async def get(session: AsyncSession, member_id: str) -> dict[str, Any]:
+    member = await session.get(Member, member_id)
+    if member is None:
+        raise NotFoundError("member", member_id)
+    return view(member, await generation_of(session, member_id))

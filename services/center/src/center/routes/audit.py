@@ -1,0 +1,55 @@
+"""`GET /v1/audit`: the audit log as NDJSON, filtered by vault and seq range.
+
+The whole chain is verified before any filter applies; exported lines keep their
+original hashes and seqs (a filtered export is not a chain of its own). The operator
+sees everything; an admin or owner member sees only records of vaults it manages.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Query, Response
+
+from center.audit import Selection
+from center.errors import ForbiddenError, InvalidArgumentError
+from center.principals import MANAGERS, Principal, check_vault
+from center.routes.deps import Caller, CenterDep
+from tickets import ALL_VAULTS
+
+router = APIRouter(tags=["audit"])
+NDJSON = "application/x-ndjson"
+
+
+def selection(caller: Principal, vault: str | None, since: int, until: int | None) -> Selection:
+    if until is not None and until < since:
+        raise InvalidArgumentError("until", "must not be below since")
+    if vault is not None:
+        check_vault(vault)
+    if caller.is_operator:
+        return Selection(vault, since, until)
+    if vault is None and len(caller.vaults) == 1 and caller.vaults != (ALL_VAULTS,):
+        vault = caller.vaults[0]
+    if vault is None and caller.vaults == (ALL_VAULTS,) and caller.role in MANAGERS:
+        return Selection(None, since, until, vaulted_only=True)
+    if vault is None:
+        raise InvalidArgumentError("vault", "name the vault whose records you want")
+    if not caller.manages(vault):
+        raise ForbiddenError(f"only an admin or owner of vault {vault!r} may read its audit")
+    return Selection(vault, since, until)
+
+
+@router.get(
+    "/v1/audit",
+    summary="Audit records as NDJSON (application/x-ndjson)",
+    response_class=Response,
+    responses={200: {"content": {NDJSON: {}}}},
+)
+async def export(
+    center: CenterDep,
+    caller: Caller,
+    vault: str | None = None,
+    since: int = Query(1, ge=1),
+    until: int | None = Query(None, ge=1),
+) -> Response:
+    lines = await center.store.audit_export(selection(caller, vault, since, until))
+    body = "".join(f"{line}\n" for line in lines)
+    return Response(body, media_type=NDJSON)

@@ -1,0 +1,64 @@
+"""FastAPI dependencies shared by every route: the running center and who is calling.
+
+The bearer scheme is declared once (`HTTPBearer`) so the OpenAPI schema documents it;
+the credential itself is handed straight to `center.auth` and never logged.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from center.errors import InvalidArgumentError
+from center.principals import SCOPE_HELP, Principal
+from center.runtime import Center
+from tickets import Scope, UnknownScopeError, parse_scope
+
+_bearer = HTTPBearer(auto_error=False, description="Admin token or member credential")
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+NO_STORE = {"Cache-Control": "no-store"}
+"""Headers for a response that carries a credential or a token."""
+
+
+def get_center(request: Request) -> Center:
+    center: Center = request.app.state.center
+    return center
+
+
+CenterDep = Annotated[Center, Depends(get_center)]
+
+
+def _value(credentials: HTTPAuthorizationCredentials | None) -> str | None:
+    return credentials.credentials if credentials is not None else None
+
+
+async def get_caller(center: CenterDep, credentials: Credentials) -> Principal:
+    """The operator or a member."""
+    return await center.auth.caller(_value(credentials))
+
+
+async def get_member(center: CenterDep, credentials: Credentials) -> Principal:
+    """A member; the admin token gets 401 (content routes)."""
+    return await center.auth.member(_value(credentials))
+
+
+async def get_operator(center: CenterDep, credentials: Credentials) -> Principal:
+    """The operator; a member gets 403."""
+    return await center.auth.operator(_value(credentials))
+
+
+Caller = Annotated[Principal, Depends(get_caller)]
+MemberCaller = Annotated[Principal, Depends(get_member)]
+Operator = Annotated[Principal, Depends(get_operator)]
+
+
+def scope_arg(value: str | None) -> Scope | None:
+    """A wire scope or alias from a request (`rw`, `read+write`, ...); 400 if unknown."""
+    if value is None:
+        return None
+    try:
+        return parse_scope(value)
+    except UnknownScopeError:
+        raise InvalidArgumentError("scope", SCOPE_HELP) from None

@@ -1,0 +1,73 @@
+"""A member's own view: its session (`GET /v1/session`) and its node tokens (`/v1/tokens`).
+
+These are content routes: the operator's admin token gets 401 on each of them. No
+response except the one that mints a token carries token material.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from center import tokens
+from center.routes.deps import NO_STORE, Caller, CenterDep, MemberCaller, scope_arg
+
+router = APIRouter(tags=["session"])
+Resources = list[str]
+
+
+@router.get("/v1/session", summary="What the caller's own credential may do; no secrets")
+async def session(caller: MemberCaller) -> dict[str, Any]:
+    """A snapshot for a UI, not a permission: every later call is checked again."""
+    held = caller.permissions
+    return {
+        "principal": caller.id,
+        "kind": "member",
+        "role": caller.role,
+        "scope": caller.scope,
+        "vaults": list(caller.vaults),
+        "generation": caller.generation,
+        "expires_at": None,
+        "can_read": "read" in held,
+        "can_write": "write" in held,
+        "can_delete": "delete" in held,
+    }
+
+
+class TokenIn(BaseModel):
+    """Exchange the member credential for a node token."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    resource: Resources = Field(
+        default_factory=list, max_length=16, description="Node MCP URL(s); default: its nodes"
+    )
+    scope: str | None = Field(None, description="At most the member's scope (default: all)")
+    vaults: list[str] | None = Field(None, min_length=1, max_length=1000)
+    minutes: int = Field(tokens.DEFAULT_MINUTES, ge=1, le=tokens.MAX_MINUTES)
+
+
+@router.post("/v1/tokens", status_code=201, summary="Exchange a member credential for a token")
+async def mint_token(
+    body: TokenIn, center: CenterDep, caller: MemberCaller, response: Response
+) -> dict[str, Any]:
+    vaults = tuple(body.vaults) if body.vaults is not None else None
+    ask = tokens.TokenAsk(tuple(body.resource), scope_arg(body.scope), vaults, body.minutes)
+    async with center.store.change() as work:
+        minted = await tokens.exchange(work, center.keyring, center.settings.issuer, caller, ask)
+    response.headers.update(NO_STORE)
+    return minted
+
+
+@router.get("/v1/tokens", summary="Unexpired tokens: one's own, or all for the operator")
+async def list_tokens(center: CenterDep, caller: Caller) -> dict[str, Any]:
+    async with center.store.read() as db:
+        return {"tokens": await tokens.listing(db, caller, center.store.now())}
+
+
+@router.delete("/v1/tokens/{jti}", summary="Revoke a token by jti (kept in the feed until exp)")
+async def revoke_token(jti: str, center: CenterDep, caller: Caller) -> dict[str, Any]:
+    async with center.store.change() as work:
+        return await tokens.revoke(work, caller, jti)

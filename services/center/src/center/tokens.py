@@ -1,0 +1,185 @@
+"""Node tokens for members: a durable credential is exchanged here, never sent to a node.
+
+`POST /v1/tokens` turns a member's credential into a signed agent token (at most 90 days)
+for the node resource(s) it names, narrowed to a scope and vaults the member holds. The
+center keeps each token's jti and expiry (never the token) so it can be revoked by jti.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from center.config import check_public_url
+from center.db import Node, Token
+from center.errors import ConflictError, ForbiddenError, InvalidArgumentError, NotFoundError
+from center.keyring import Keyring
+from center.principals import Principal, check_vaults, current, permissions_scope
+from center.store import Change
+from tickets import (
+    ALL_VAULTS,
+    Claims,
+    ClaimsError,
+    Permissions,
+    Scope,
+    ScopeExceededError,
+    issue,
+    narrow,
+)
+from tickets.revocation import SKEW
+from tickets.scopes import EXPANSION, to_claim
+
+MAX_MINUTES = 90 * 24 * 60
+DEFAULT_MINUTES = 60
+
+
+async def audience(session: AsyncSession, vaults: Sequence[str], given: Sequence[str]) -> list[str]:
+    """The `aud` of a token: the resources given, else the nodes serving these vaults."""
+    if given:
+        try:
+            return sorted({check_public_url(url) for url in given})
+        except ValueError as exc:
+            raise InvalidArgumentError("resource", str(exc)) from None
+    wanted = set(vaults)
+    nodes = (await session.scalars(select(Node).order_by(Node.id))).all()
+    found = sorted({n.resource for n in nodes if ALL_VAULTS in wanted or wanted & set(n.vaults)})
+    if not found:
+        names = ", ".join(sorted(wanted))
+        raise InvalidArgumentError(
+            "resource", f"no registered node serves {names}; pass the node's MCP URL as resource"
+        )
+    return found
+
+
+def narrowed(held: Permissions, scope: Scope | None) -> Permissions:
+    """The permissions asked for, refused (403) if any exceeds what is held."""
+    if scope is None:
+        return held
+    try:
+        return narrow(held, EXPANSION[scope])
+    except ScopeExceededError as exc:
+        raise ForbiddenError(exc.message) from None
+
+
+def narrowed_vaults(caller: Principal, vaults: Sequence[str] | None) -> list[str]:
+    if vaults is None:
+        return list(caller.vaults)
+    asked = check_vaults(vaults)
+    if asked == [ALL_VAULTS] and caller.vaults != (ALL_VAULTS,):
+        raise ForbiddenError("you may not ask for every vault; name vaults you hold")
+    outside = [v for v in asked if v != ALL_VAULTS and not caller.sees(v)]
+    if outside:
+        raise ForbiddenError(f"vault {outside[0]!r} is not yours; ask for vaults you hold")
+    return asked
+
+
+def claims_for(**fields: Any) -> Claims:
+    """`tickets.issue`, with a refused claim reported as the caller's argument error."""
+    try:
+        return issue(**fields)
+    except ClaimsError as exc:
+        raise InvalidArgumentError(exc.claim, exc.problem) from None
+
+
+@dataclass(frozen=True)
+class TokenAsk:
+    """What a member asks for: the node resource(s), and optionally less than it holds."""
+
+    resources: tuple[str, ...] = ()
+    scope: Scope | None = None
+    vaults: tuple[str, ...] | None = None
+    minutes: int = DEFAULT_MINUTES
+
+
+async def exchange(
+    work: Change, keyring: Keyring, issuer: str, caller: Principal, ask: TokenAsk
+) -> dict[str, Any]:
+    """Sign an agent token for `caller`; the response is the only place the token appears."""
+    caller = await current(work.session, caller)
+    permissions = narrowed(caller.permissions, ask.scope)
+    vaults = narrowed_vaults(caller, ask.vaults)
+    aud = await audience(work.session, vaults, ask.resources)
+    claims = claims_for(
+        iss=issuer,
+        sub=caller.id,
+        aud=aud,
+        scope=permissions,
+        vaults=vaults,
+        role=caller.role,
+        now=work.now,
+        mgen=caller.generation,
+        lifetime=ask.minutes * 60,
+    )
+    token = await keyring.sign(work, claims)
+    row = _remember(work, caller.id, claims)
+    return {"token": token, "token_type": "Bearer", **_view(row), "audience": aud}
+
+
+def _remember(work: Change, issuer: str, claims: Claims) -> Token:
+    """Keep the token's jti and bounds (never the token) and audit its issue."""
+    row = Token(
+        jti=claims.jti,
+        subject=claims.sub,
+        issued_by=issuer,
+        scope=to_claim(claims.scope),
+        vaults=list(claims.vaults),
+        created=work.now,
+        expires=claims.exp,
+    )
+    work.session.add(row)
+    work.record(
+        "token.issue",
+        actor=issuer,
+        subject=claims.sub,
+        scope=permissions_scope(claims.scope),
+        vault=claims.vaults[0] if len(claims.vaults) == 1 else None,
+        expiry=claims.exp,
+        object=f"token:{claims.jti}",
+    )
+    return row
+
+
+def _view(row: Token) -> dict[str, Any]:
+    return {
+        "jti": row.jti,
+        "subject": row.subject,
+        "scope": row.scope,
+        "vaults": list(row.vaults),
+        "created": row.created,
+        "expires_at": row.expires,
+        "revoked": row.revoked,
+    }
+
+
+async def listing(session: AsyncSession, caller: Principal, now: int) -> list[dict[str, Any]]:
+    """Unexpired tokens: all for the operator, a member's own otherwise. No token material."""
+    query = select(Token).where(Token.expires > now).order_by(Token.created, Token.jti)
+    if not caller.is_operator:
+        query = query.where(Token.subject == caller.id)
+    return [_view(row) for row in (await session.scalars(query)).all()]
+
+
+async def revoke(work: Change, caller: Principal, jti: str) -> dict[str, Any]:
+    """Revoke one token by jti; it stays in the revocation feed until it expires."""
+    caller = await current(work.session, caller)
+    row = await work.session.get(Token, jti, with_for_update=True)
+    if (
+        row is None
+        or row.expires <= work.now
+        or not (caller.is_operator or row.subject == caller.id)
+    ):
+        raise NotFoundError("token", jti)
+    if row.revoked is not None:
+        raise ConflictError(f"token {jti} is already revoked")
+    row.revoked = work.now
+    work.record("token.revoke", actor=caller.id, subject=row.subject, object=f"token:{jti}")
+    return _view(row)
+
+
+async def prune(session: AsyncSession, now: int) -> None:
+    """Forget tokens that expired (plus clock skew): no node accepts them any more."""
+    await session.execute(delete(Token).where(Token.expires + SKEW < now))

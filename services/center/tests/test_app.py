@@ -1,0 +1,125 @@
+"""The HTTP boundary: one error body shape, body limits, health and the OpenAPI schema."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from center import testing as t
+from center.app import error_response
+
+
+def assert_error_shape(response: httpx.Response, status: int, code: str) -> None:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error"}
+    assert set(body["error"]) == {"code", "message"}
+    assert body["error"]["code"] == code
+    assert isinstance(body["error"]["message"], str)
+    assert body["error"]["message"]
+
+
+@pytest.mark.asyncio
+async def test_every_failure_has_the_one_error_body_shape(client: httpx.AsyncClient) -> None:
+    member = await t.add_member(client, "alice")
+    cases = [
+        (await client.get("/v1/members"), 401, "unauthorized"),
+        (await client.get("/v1/members", headers=t.bearer(member)), 403, "forbidden"),
+        (await client.get("/v1/members/nobody", headers=t.ADMIN), 404, "not_found"),
+        (await client.get("/no/such/route"), 404, "not_found"),
+        (await client.put("/v1/members", headers=t.ADMIN), 405, "method_not_allowed"),
+        (
+            await client.post(
+                "/v1/members", json={"id": "alice", "vaults": ["team"]}, headers=t.ADMIN
+            ),
+            409,
+            "exists",
+        ),
+        (
+            await client.post("/v1/members", json={"id": "a b", "vaults": ["t"]}, headers=t.ADMIN),
+            400,
+            "invalid_argument",
+        ),
+        (await client.post("/v1/members", json={"id": 5}, headers=t.ADMIN), 422, "invalid_request"),
+        (
+            await client.post("/v1/members", content=b"{" * 70_000, headers=t.ADMIN),
+            413,
+            "too_large",
+        ),
+    ]
+    for response, status, code in cases:
+        assert_error_shape(response, status, code)
+
+
+def test_the_error_helper_builds_the_same_shape() -> None:
+    response = error_response(409, "conflict", "already decided")
+    assert response.body == b'{"error":{"code":"conflict","message":"already decided"}}'
+
+
+@pytest.mark.asyncio
+async def test_a_401_names_the_bearer_scheme(client: httpx.AsyncClient) -> None:
+    response = await client.get("/v1/session", headers=t.bearer("sbm_unknown-credential-xyz"))
+    assert response.status_code == 401
+    assert response.headers["WWW-Authenticate"] == "Bearer"
+
+
+@pytest.mark.asyncio
+async def test_a_body_over_the_limit_is_refused_even_without_content_length(
+    client: httpx.AsyncClient,
+) -> None:
+    async def chunks():  # type: ignore[no-untyped-def]
+        for _ in range(70):
+            yield b"x" * 1024
+
+    response = await client.post("/v1/members", content=chunks(), headers=t.ADMIN)
+    assert_error_shape(response, 413, "too_large")
+
+
+@pytest.mark.asyncio
+async def test_validation_errors_never_echo_the_input(client: httpx.AsyncClient) -> None:
+    body = {"id": "alice", "vaults": ["team"], "password": 12345678901234, "TELLTALE": 1}
+    response = await client.post("/v1/members", json=body, headers=t.ADMIN)
+    assert_error_shape(response, 422, "invalid_request")
+    assert "12345678901234" not in response.text
+
+
+@pytest.mark.asyncio
+async def test_health_answers_without_authentication(client: httpx.AsyncClient) -> None:
+    response = await client.get("/healthz")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["status"] == "ok"
+    assert body["audit_seq"] >= 1
+    assert set(body) == {"status", "version", "database", "started", "uptime", "audit_seq", "kid"}
+
+
+@pytest.mark.asyncio
+async def test_every_route_is_in_the_openapi_schema(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    schema = (await client.get("/openapi.json")).json()
+    paths = schema["paths"]
+    for path, methods in {
+        "/healthz": {"get"},
+        "/v1/public-key": {"get"},
+        "/.well-known/jwks.json": {"get"},
+        "/v1/members": {"get", "post"},
+        "/v1/members/{member_id}": {"get", "patch", "delete"},
+        "/v1/session": {"get"},
+        "/v1/tokens": {"get", "post"},
+        "/v1/tokens/{jti}": {"delete"},
+        "/v1/grants": {"get", "post"},
+        "/v1/grants/{grant_id}": {"delete"},
+        "/v1/access/{vault}": {"get"},
+        "/v1/revocations": {"get"},
+        "/v1/requests": {"get", "post"},
+        "/v1/requests/{request_id}/approve": {"post"},
+        "/v1/requests/{request_id}/reject": {"post"},
+        "/v1/requests/{request_id}/cancel": {"post"},
+        "/v1/requests/{request_id}/claim": {"post"},
+        "/v1/audit": {"get"},
+    }.items():
+        assert methods <= set(paths[path]), path
+    assert "HTTPBearer" in schema["components"]["securitySchemes"]
+    assert all(op.get("summary") for item in paths.values() for op in item.values())

@@ -1,0 +1,247 @@
+"""`secondbrain-center`: local verbs from the environment, remote verbs over HTTP against a
+real center, `--json` for scripts, and no secret ever taken as a flag or printed back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from center import testing as t
+from center.cli import app
+from tickets import SigningKey, make_record, to_line
+
+runner = CliRunner()
+
+
+def invoke(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> Any:
+    return runner.invoke(app, list(args), env=env, input=input)
+
+
+@pytest.fixture
+def remote(server: str) -> dict[str, str]:
+    return {"SECONDBRAIN_CENTER_URL": server, "SECONDBRAIN_CENTER_ADMIN_TOKEN": t.ADMIN_TOKEN}
+
+
+def test_validate_summarizes_without_showing_secrets(tmp_path: Path) -> None:
+    env = {
+        "SECONDBRAIN_CENTER_SECRET": t.SECRET,
+        "SECONDBRAIN_CENTER_ADMIN_TOKEN": t.ADMIN_TOKEN,
+        "SECONDBRAIN_CENTER_DATA_DIR": str(tmp_path),
+    }
+    result = invoke("validate", "--json", env=env)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["kid"] == SigningKey.from_secret(t.SECRET).kid
+    assert summary["admin_token"] == "set"
+    assert t.SECRET not in result.output
+    assert t.ADMIN_TOKEN not in result.output
+
+
+def test_validate_names_a_bad_setting_without_its_value(tmp_path: Path) -> None:
+    env = {"SECONDBRAIN_CENTER_SECRET": "TELLTALE", "SECONDBRAIN_CENTER_DATA_DIR": str(tmp_path)}
+    result = invoke("validate", env=env)
+    assert result.exit_code == 1
+    assert "SECONDBRAIN_CENTER_SECRET" in result.output
+    assert "TELLTALE" not in result.output
+
+
+def test_public_key_is_derived_from_the_secret_in_the_environment() -> None:
+    result = invoke("public-key", "--json", env={"SECONDBRAIN_CENTER_SECRET": t.SECRET})
+    key = SigningKey.from_secret(t.SECRET)
+    assert json.loads(result.output) == {"kid": key.kid, "jwk": key.public.to_jwk()}
+
+
+def test_public_key_is_fetched_when_no_secret_is_set(remote: dict[str, str]) -> None:
+    result = invoke("public-key", env={**remote, "SECONDBRAIN_CENTER_SECRET": ""})
+    key = SigningKey.from_secret(t.SECRET)
+    assert result.output.split() == [key.kid, key.public.to_jwk()["x"]]
+
+
+def test_members_are_managed_over_http(remote: dict[str, str]) -> None:
+    added = invoke(
+        "member", "add", "alice", "--vault", "team", "--role", "editor", "--json", env=remote
+    )
+    assert added.exit_code == 0, added.output
+    credential = json.loads(added.output)["credential"]
+    assert credential.startswith("sbm_")
+    listed = invoke("member", "list", env=remote)
+    assert "alice" in listed.output
+    assert credential not in listed.output
+    changed = invoke("member", "set", "alice", "--scope", "rw", "--json", env=remote)
+    assert json.loads(changed.output)["generation"] == 2
+    removed = invoke("member", "remove", "alice", env=remote)
+    assert removed.exit_code == 0
+    assert "alice" not in invoke("member", "list", env=remote).output
+
+
+def test_a_password_is_prompted_never_a_flag_value(remote: dict[str, str]) -> None:
+    secret = "a long enough password"
+    result = invoke(
+        "member",
+        "add",
+        "bob",
+        "--all-vaults",
+        "--password",
+        "--json",
+        env=remote,
+        input=f"{secret}\n{secret}\n",
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output.split("\n", 2)[-1])["password"] is True
+    assert secret not in result.output
+    misuse = invoke("member", "add", "carol", "--vault", "t", "--password", secret, env=remote)
+    assert misuse.exit_code != 0
+
+
+def test_grants_are_issued_listed_and_revoked(remote: dict[str, str]) -> None:
+    issued = invoke(
+        "grant",
+        "issue",
+        "--vault",
+        "team",
+        "--scope",
+        "rw",
+        "--minutes",
+        "5",
+        "--resource",
+        t.RESOURCE,
+        "--json",
+        env=remote,
+    )
+    assert issued.exit_code == 0, issued.output
+    grant = json.loads(issued.output)
+    assert grant["token"].count(".") == 2
+    listed = invoke("grant", "list", "team", "--json", env=remote)
+    assert [g["id"] for g in json.loads(listed.output)["grants"]] == [grant["id"]]
+    assert grant["token"] not in listed.output
+    revoked = invoke("grant", "revoke", grant["id"], "--json", env=remote)
+    assert json.loads(revoked.output) == {"revoked": [grant["id"]]}
+
+
+def test_a_refusal_prints_the_centers_code_and_exits_1(remote: dict[str, str]) -> None:
+    result = invoke("grant", "revoke", "nope", env=remote)
+    assert result.exit_code == 1
+    assert "error (not_found)" in result.output
+    no_token = invoke("member", "list", env={**remote, "SECONDBRAIN_CENTER_ADMIN_TOKEN": ""})
+    assert no_token.exit_code == 1
+    assert "SECONDBRAIN_CENTER_ADMIN_TOKEN" in no_token.output
+
+
+def test_status_shows_the_health(remote: dict[str, str]) -> None:
+    result = invoke("status", "--json", env=remote)
+    assert json.loads(result.output)["status"] == "ok"
+
+
+def _write_log(path: Path, records: int) -> list[str]:
+    lines, head = [], None
+    for index in range(records):
+        record = make_record(head, action="member.add", actor="center-admin", subject=f"m{index}")
+        head = (record["seq"], record["hash"])
+        lines.append(to_line(record))
+    path.write_text("".join(f"{line}\n" for line in lines))
+    return lines
+
+
+def test_audit_verify_accepts_an_intact_log(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    _write_log(path, 5)
+    result = invoke("audit", "verify", str(path), "--json")
+    assert result.exit_code == 0
+    assert json.loads(result.output)["records"] == 5
+
+
+def test_audit_verify_names_the_first_bad_seq(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    lines = _write_log(path, 5)
+    lines[3] = lines[3].replace('"m3"', '"mX"')
+    path.write_text("".join(f"{line}\n" for line in lines))
+    result = invoke("audit", "verify", str(path), "--json")
+    assert result.exit_code == 1
+    report = json.loads(result.output)
+    assert (report["first_bad_seq"], report["problem"]) == (4, "hash_mismatch")
+
+
+def test_audit_verify_detects_a_truncated_tail_given_a_known_head(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    lines = _write_log(path, 5)
+    last = json.loads(lines[-1])
+    path.write_text("".join(f"{line}\n" for line in lines[:-1]))
+    result = invoke(
+        "audit", "verify", str(path), "--head", f"{last['seq']}:{last['hash']}", "--json"
+    )
+    assert result.exit_code == 1
+    assert json.loads(result.output)["problem"] == "truncated"
+
+
+def _options(command: Any) -> list[str]:
+    names = [o for p in command.params for o in getattr(p, "opts", [])]
+    for sub in getattr(command, "commands", {}).values():
+        names += _options(sub)
+    return names
+
+
+def test_no_verb_takes_a_secret_as_a_flag() -> None:
+    flags = _options(typer.main.get_command(app))
+    assert not [f for f in flags if any(w in f for w in ("token", "secret", "credential="))]
+    assert "--password" in flags
+
+
+def test_requests_are_asked_decided_and_claimed(remote: dict[str, str]) -> None:
+    created = invoke(
+        "member", "add", "rita", "--vault", "team", "--role", "editor", "--json", env=remote
+    )
+    member = {**remote, "SECONDBRAIN_CENTER_TOKEN": json.loads(created.output)["credential"]}
+    asked = invoke("request", "create", "--vault", "team", "--scope", "rw", "--json", env=member)
+    assert asked.exit_code == 0, asked.output
+    request_id = json.loads(asked.output)["id"]
+    listed = invoke("request", "list", "--state", "pending", env=remote)
+    assert request_id in listed.output
+    approved = invoke("request", "approve", request_id, "--json", env=remote)
+    assert json.loads(approved.output)["state"] == "approved"
+    claimed = invoke("request", "claim", request_id, "--resource", t.RESOURCE, "--json", env=member)
+    assert json.loads(claimed.output)["grantee"] == "rita"
+    again = invoke("request", "claim", request_id, "--resource", t.RESOURCE, env=member)
+    assert again.exit_code == 1
+    assert "error (conflict)" in again.output
+
+
+def test_member_verbs_need_the_member_token(remote: dict[str, str]) -> None:
+    result = invoke(
+        "request", "create", "--vault", "team", env={**remote, "SECONDBRAIN_CENTER_TOKEN": ""}
+    )
+    assert result.exit_code == 1
+    assert "SECONDBRAIN_CENTER_TOKEN" in result.output
+
+
+def _verbs(command: Any, prefix: str = "") -> list[str]:
+    subs = getattr(command, "commands", {})
+    if not subs:
+        return [prefix.strip()]
+    return [verb for name, sub in subs.items() for verb in _verbs(sub, f"{prefix} {name}")]
+
+
+def test_every_verb_is_documented() -> None:
+    guide = (Path(__file__).parents[3] / "docs" / "center.md").read_text()
+    verbs = _verbs(typer.main.get_command(app))
+    assert len(verbs) >= 18
+    missing = [verb for verb in verbs if verb.split()[-1] not in guide]
+    assert missing == []
+
+
+def test_a_token_prints_on_one_line_for_copying(remote: dict[str, str]) -> None:
+    issued = invoke("grant", "issue", "--vault", "team", "--resource", t.RESOURCE, env=remote)
+    token_line = next(line for line in issued.output.splitlines() if line.startswith("token: "))
+    assert token_line.removeprefix("token: ").count(".") == 2
+    assert len(token_line) > 200
+
+
+def test_key_rotate_prints_a_fresh_secret_once() -> None:
+    first = json.loads(invoke("key", "rotate", "--json").output)
+    second = json.loads(invoke("key", "rotate", "--json").output)
+    assert first["secret"] != second["secret"]
+    assert SigningKey.from_secret(first["secret"]).kid == first["kid"]

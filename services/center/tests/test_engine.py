@@ -1,0 +1,82 @@
+"""Opening the database: private files, the SQLite pragmas, schemas, and migrations."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from center.config import Settings
+from center.db import make_engine, migrate, private_dir, private_file
+from center.db.engine import HEAD, current_revision
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_private_dirs_and_files_are_owner_only(tmp_path: Path) -> None:
+    loose = tmp_path / "loose"
+    loose.mkdir(mode=0o777)
+    loose.chmod(0o777)
+    assert mode(private_dir(loose / "a" / "b")) == 0o700
+    assert mode(private_dir(loose)) == 0o700
+    existing = loose / "file"
+    existing.write_text("x")
+    existing.chmod(0o644)
+    assert mode(private_file(existing)) == 0o600
+    assert existing.read_text() == "x"
+
+
+@pytest.mark.asyncio
+async def test_the_sqlite_file_is_created_private(sqlite_settings: Settings) -> None:
+    engine = make_engine(sqlite_settings)
+    try:
+        await migrate(engine)
+    finally:
+        await engine.dispose()
+    assert mode(sqlite_settings.data_dir) == 0o700
+    assert mode(sqlite_settings.data_dir / "center.db") == 0o600
+
+
+@pytest.mark.asyncio
+async def test_sqlite_runs_with_wal_full_sync_and_foreign_keys(sqlite_settings: Settings) -> None:
+    engine = make_engine(sqlite_settings)
+    try:
+        async with engine.connect() as connection:
+            pragmas = [
+                (await connection.execute(text(f"PRAGMA {name}"))).scalar()
+                for name in ("journal_mode", "synchronous", "foreign_keys")
+            ]
+    finally:
+        await engine.dispose()
+    assert pragmas == ["wal", 2, 1]
+
+
+@pytest.mark.asyncio
+async def test_migrations_reach_head_and_are_idempotent(settings: Settings) -> None:
+    engine = make_engine(settings)
+    try:
+        await migrate(engine)
+        await migrate(engine)
+        async with engine.connect() as connection:
+            assert await connection.run_sync(current_revision) == HEAD
+    finally:
+        await engine.dispose()
+
+
+@pytest.mark.asyncio
+async def test_postgresql_tables_stay_in_their_schema(postgres_settings: Settings) -> None:
+    engine = make_engine(postgres_settings)
+    try:
+        await migrate(engine)
+        async with engine.connect() as connection:
+            query = "SELECT DISTINCT table_schema FROM information_schema.tables WHERE {}"
+            rows = await connection.execute(text(query.format("table_name = 'members'")))
+            schemas = {row[0] for row in rows}
+    finally:
+        await engine.dispose()
+    assert postgres_settings.database_schema in schemas
+    assert "public" not in schemas
