@@ -121,7 +121,17 @@ def concurrency_figures(index: Index, words: list[str]) -> None:
 
 
 def git_import(root: Path) -> None:
-    git = ["git", "-c", "user.name=bench", "-c", "user.email=b@b", "-c", "gc.auto=0", "-C", str(root)]
+    git = [
+        "git",
+        "-c",
+        "user.name=bench",
+        "-c",
+        "user.email=b@b",
+        "-c",
+        "gc.auto=0",
+        "-C",
+        str(root),
+    ]
     subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
     (root / ".gitignore").write_text(".secondbrain/\n")
     subprocess.run([*git, "add", "-A"], check=True)
