@@ -142,3 +142,23 @@ def test_restore_writes_an_old_revision_back_through_the_write_path(library: Lib
     assert log == f"carol|note_restore: n.md to {old.commit}\n"
     trash = list((vault.root / ".secondbrain" / "trash").iterdir())
     assert any("second" in p.read_text() for p in trash)
+
+
+def test_a_vault_folder_made_after_start_opens_on_first_use(library: Library) -> None:
+    (library.data_dir / "later").mkdir()
+    (library.data_dir / "later" / "x.md").write_text("# Later\nfound\n")
+    opened = library.get("later")
+    assert search.search(opened.index, "found").total == 1
+    assert library.get("later") is opened
+    with pytest.raises(NotFoundError):
+        library.get("Not-Valid")
+
+
+def test_fresh_without_a_watcher_reconciles_at_most_once_in_a_burst(library: Library) -> None:
+    opened = library.get("default")
+    (opened.vault.root / "new.md").write_text("# New\nburst\n")
+    opened.fresh(max_age=0.0)
+    assert search.search(opened.index, "burst").total == 1
+    (opened.vault.root / "newer.md").write_text("# Newer\nsecond\n")
+    opened.fresh(max_age=3600.0)
+    assert search.search(opened.index, "second").total == 0

@@ -242,3 +242,12 @@ def test_modified_is_rfc3339_utc_with_seconds() -> None:
 
 def test_like_escape_makes_wildcards_literal() -> None:
     assert search.like_escape("a_b%c\\d") == "a\\_b\\%c\\\\d"
+
+
+def test_a_modified_after_beyond_sqlite_integers_matches_nothing_instead_of_failing(
+    build: Build,
+) -> None:
+    index = build({"a.md": "# A\nalpha\n"})
+    filters = Filters(modified_after_ns=10**30)
+    assert search.search(index, "alpha", filters).total == 0
+    assert search.search(index, "", Filters(modified_after_ns=-(10**30))).total == 1

@@ -8,6 +8,7 @@ repository cannot be opened still works, with versioning off (spec §11.6).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,6 +85,7 @@ class OpenVault:
         self.git = git
         self.git_error = git_error
         self.watcher: Watcher | None = None
+        self._reconciled = time.monotonic()
 
     @classmethod
     def open(
@@ -133,10 +135,18 @@ class OpenVault:
         result.extra["restored_from"] = full[:12]
         return result
 
-    def fresh(self) -> None:
-        """Reconcile when no watcher keeps the index current (failed or disabled)."""
-        if self.watcher is None or not self.watcher.alive:
-            self.index.reconcile()
+    def fresh(self, max_age: float = 2.0) -> None:
+        """Reconcile when no watcher keeps the index current (failed or disabled).
+
+        At most once per `max_age` seconds: a burst of calls costs one walk.
+        """
+        if self.watcher is not None and self.watcher.alive:
+            return
+        now = time.monotonic()
+        if now - self._reconciled < max_age:
+            return
+        self.index.reconcile()
+        self._reconciled = time.monotonic()
 
     def close(self) -> None:
         if self.watcher is not None:
@@ -201,8 +211,14 @@ class Library:
             return sorted(self._vaults)
 
     def get(self, name: str) -> OpenVault:
+        """An open vault; a folder that appeared since start is opened on first use."""
         with self._lock:
             opened = self._vaults.get(name)
+            if opened is None and paths.VAULT_NAME.fullmatch(name):
+                root = self.data_dir / name
+                if root.is_dir() and not root.is_symlink():
+                    opened = OpenVault.open(root, name, self.settings)
+                    self._vaults[name] = opened
         if opened is None:
             raise NotFoundError(
                 f"unknown vault: {name}; call vault_list for the vaults you can use"

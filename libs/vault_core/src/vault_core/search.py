@@ -140,7 +140,7 @@ def _where(filters: Filters) -> tuple[list[str], list[object]]:
         params.append(filters.glob.strip())
     if filters.modified_after_ns is not None:
         where.append("n.mtime >= ?")
-        params.append(filters.modified_after_ns)
+        params.append(min(max(filters.modified_after_ns, -(2**63)), 2**63 - 1))  # SQLite ints
     for tag in filters.tags:
         wanted = normalize_tag(tag)
         if wanted:
