@@ -630,3 +630,14 @@ def test_tags_of_many_paths_stays_under_the_bound_parameter_limit(build: Build) 
         finally:
             conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, before)
     assert found == {path: [f"t{int(path[1:5]) % 7}"] for path in files}
+
+
+def test_reconcile_reports_progress_up_to_the_files_it_ingests(tmp_path: Path) -> None:
+    vault = make_vault(tmp_path, {f"n{i}.md": f"# {i}\n" for i in range(450)})
+    index = Index.open(vault.root, vault.name)
+    seen: list[tuple[int, int]] = []
+    index.reconcile(progress=lambda done, total: seen.append((done, total)))
+    index.close()
+    assert seen[-1] == (450, 450)
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)
+    assert {total for _, total in seen} == {450}

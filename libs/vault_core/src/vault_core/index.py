@@ -13,7 +13,7 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -181,8 +181,11 @@ class Index:
             if snapshot.stat_of(self.root, self.root.joinpath(*p.split("/"))) is None
         ]
 
-    def reconcile(self) -> ReconcileStats:
-        """Spec §10.2: ingest new and changed files, drop vanished ones, re-resolve links."""
+    def reconcile(self, progress: Callable[[int, int], object] | None = None) -> ReconcileStats:
+        """Spec §10.2: ingest new and changed files, drop vanished ones, re-resolve links.
+
+        `progress(done, total)` is called as files to ingest are stored.
+        """
         started = time.perf_counter()
         with self.reading() as conn:
             known = {p: (m, s) for p, m, s in conn.execute("SELECT path, mtime, size FROM notes")}
@@ -193,12 +196,13 @@ class Index:
                 todo.append(entry)
         stored: set[str] = set()
         batch: list[tuple[paths.Entry, Snapshot | None]] = []
-        for pair in snapshot.read_many(self.root, todo):
+        for done, pair in enumerate(snapshot.read_many(self.root, todo), start=1):
             batch.append(pair)
-            if len(batch) == BATCH:
+            if len(batch) == BATCH or done == len(todo):
                 stored |= self._store_batch(batch, fresh=not known)
                 batch = []
-        stored |= self._store_batch(batch, fresh=not known)
+                if progress is not None:
+                    progress(done, len(todo))
         changed, skipped = len(stored), len(todo) - len(stored)
         dropped = any(e.rel in known and e.rel not in stored for e in todo)
         removed = sum(self._remove_if_gone(rel) for rel in set(known) - seen)
