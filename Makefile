@@ -21,7 +21,13 @@ setup: $(STAMP)  ## create .venv and install every package editable, with dev to
 run: $(STAMP)  ## start secondbrain on its embedded default (data under ./data)
 	$(BIN)/secondbrain up --data-dir ./data
 
-test: $(STAMP)  ## run the whole test suite (creates .venv on first use)
+INSPECTOR := tests/e2e/inspector/node_modules
+
+$(INSPECTOR): tests/e2e/inspector/package-lock.json
+	npm ci --prefix tests/e2e/inspector --no-audit --no-fund
+	touch $(INSPECTOR)
+
+test: $(STAMP) $(INSPECTOR)  ## run the whole test suite (creates .venv and installs the MCP Inspector on first use)
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)  ## ruff (lint + format check) and mypy --strict

@@ -19,6 +19,7 @@ def main() -> None:
         if spec is None or spec.loader is None:
             raise SystemExit(f"cannot load {script.name}")
         module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up there
         spec.loader.exec_module(module)
         module.main()
         print(flush=True)

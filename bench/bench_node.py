@@ -1,0 +1,417 @@
+"""The node under load: `tools/call` over loopback HTTP against `secondbrain serve` on a
+10,000-note vault, the cost of the HTTP + JSON-RPC + auth layer over the same vault calls
+in-process, and a mixed read/write run from 8 clients that must lose no update.
+
+The server runs in its own process (a throw-away signing key, a JWKS file, a minted token,
+the rate limit lifted); the driver uses one keep-alive `httpx.Client` per thread.
+BENCH_NODE_SECONDS sets the mixed run's length (default 60), BENCH_NODE_CALLS the calls
+per tool and concurrency (default 1000), BENCH_NODE_NOTES the vault size (default 10000).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from vaultgen import generate, vocabulary
+
+from tickets import testing as tt
+from vault_core import search
+from vault_core.library import OpenVault, Settings
+from vault_node.testing import key_files, mint
+
+NOTES = int(os.environ.get("BENCH_NODE_NOTES", "10000"))
+CALLS = int(os.environ.get("BENCH_NODE_CALLS", "1000"))
+SECONDS = float(os.environ.get("BENCH_NODE_SECONDS", "60"))
+CONCURRENCY = (1, 8, 32)
+OVERHEAD_CALLS = 500
+CLIENTS = 8
+HOT_NOTES = 4  # few enough that writers collide and conflicts really happen
+ANCHOR = "<!-- bench anchor -->"
+READY_DEADLINE = 900.0  # the first start indexes and commits the whole vault
+VAULT = "default"
+
+Args = Callable[[random.Random], dict[str, Any]]
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+class Node:
+    """A `secondbrain serve` process and what a client needs to reach it."""
+
+    # Plain classes, not dataclasses: bench/run.py loads this file without registering it
+    # in sys.modules, where dataclasses look up the module of string annotations.
+    def __init__(self, url: str, token: str, process: subprocess.Popen[bytes]) -> None:
+        self.url, self.token, self.process = url, token, process
+
+
+@contextmanager
+def serving(root: Path) -> Iterator[Node]:
+    """Start the node over `root/data` on a free loopback port; stop it by its PID."""
+    key = tt.throwaway_key()
+    jwks, revocations = key_files(root, key)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    config = root / "node.yaml"
+    config.write_text(
+        f"public_url: {base}\nlisten: 127.0.0.1:{port}\ndata_dir: {root / 'data'}\n"
+        f"issuer: {tt.ISSUER}\njwks_file: {jwks}\nrevocation_file: {revocations}\n"
+        "max_stale: 1h\nrate_limit: 1000000000\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SECONDBRAIN_")}
+    command = [sys.executable, "-c", "from vault_node.cli import main; main()"]
+    with (root / "node.log").open("wb") as sink:
+        process = subprocess.Popen(
+            [*command, "serve", "--config", str(config)], stdout=sink, stderr=sink, env=env
+        )
+    try:
+        started = time.perf_counter()
+        wait_ready(base, process, root / "node.log")
+        print(f"node ready in {time.perf_counter() - started:.1f} s (pid {process.pid})")
+        token = mint(key, "read write delete manage", audience=f"{base}/mcp")
+        yield Node(f"{base}/mcp", token, process)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_ready(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + READY_DEADLINE
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"the node exited with {process.returncode}:\n{log.read_text()}")
+        try:
+            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise SystemExit(f"the node was not ready within {READY_DEADLINE} s")
+
+
+class Client:
+    """One keep-alive connection speaking JSON-RPC `tools/call` to the node."""
+
+    def __init__(self, node: Node) -> None:
+        headers = {
+            "Authorization": f"Bearer {node.token}",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2025-06-18",
+        }
+        self.http = httpx.Client(headers=headers, timeout=60)
+        self.url = node.url
+        self.ids = itertools.count(1)
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The tool's result (`isError` included); raises on a transport or protocol fault."""
+        message = {
+            "jsonrpc": "2.0",
+            "id": next(self.ids),
+            "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments},
+        }
+        response = self.http.post(self.url, json=message)
+        response.raise_for_status()
+        reply = response.json()
+        if "result" not in reply:
+            raise RuntimeError(f"{tool}: {reply.get('error')}")
+        result: dict[str, Any] = reply["result"]
+        return result
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def note_paths(vault: Path) -> list[str]:
+    return sorted(
+        p.relative_to(vault).as_posix()
+        for p in vault.rglob("*.md")
+        if not p.relative_to(vault).parts[0].startswith(".")
+    )
+
+
+def read_args(paths: list[str]) -> Args:
+    return lambda rng: {"path": rng.choice(paths)}
+
+
+def search_args(words: list[str]) -> Args:
+    return lambda rng: {"query": " ".join(rng.sample(words, rng.randint(1, 2))), "limit": 10}
+
+
+def timed_calls(node: Node, tool: str, make: Args, calls: int, seed: int) -> list[float]:
+    """Latencies (s) of `calls` calls from one client; every call must succeed."""
+    rng, client, latencies = random.Random(seed), Client(node), []
+    try:
+        for _ in range(calls):
+            arguments = make(rng)
+            start = time.perf_counter()
+            result = client.call(tool, arguments)
+            latencies.append(time.perf_counter() - start)
+            if result["isError"]:
+                raise RuntimeError(f"{tool} {arguments}: {result['content'][0]['text']}")
+    finally:
+        client.close()
+    return latencies
+
+
+def load(node: Node, tool: str, make: Args, concurrency: int) -> tuple[list[float], float]:
+    """CALLS calls split over `concurrency` threads: every latency and the wall time."""
+    share = [CALLS // concurrency + (i < CALLS % concurrency) for i in range(concurrency)]
+    timed_calls(node, tool, make, 20, seed=99)  # warm the connection path and caches
+    start = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        runs = pool.map(
+            lambda i: timed_calls(node, tool, make, share[i], seed=i), range(concurrency)
+        )
+        latencies = [value for run in runs for value in run]
+    return latencies, time.perf_counter() - start
+
+
+def throughput(node: Node, tools: dict[str, Args]) -> None:
+    print(f"tools/call over HTTP, {CALLS} calls each:")
+    for tool, make in tools.items():
+        for concurrency in CONCURRENCY:
+            latencies, wall = load(node, tool, make, concurrency)
+            ms = [v * 1000 for v in latencies]
+            print(
+                f"  {tool:<12} c={concurrency:<3} {len(ms) / wall:8.0f} calls/s   "
+                f"p50 {pct(ms, 0.5):6.2f} ms  p95 {pct(ms, 0.95):6.2f} ms  "
+                f"p99 {pct(ms, 0.99):6.2f} ms"
+            )
+
+
+def in_process(vault: Path, tools: dict[str, Args]) -> tuple[dict[str, list[float]], float]:
+    """Latencies of the vault_core calls the handlers make, on the same vault, and the open time."""
+    start = time.perf_counter()
+    opened = OpenVault.open(vault, VAULT, Settings(watch=False))
+    opening = time.perf_counter() - start
+
+    def find(a: dict[str, Any]) -> search.Results:
+        opened.fresh()  # the handler's freshness check is part of the same work
+        return search.search(opened.index, a["query"], search.Filters(), a["limit"], 0)
+
+    work: dict[str, Callable[[dict[str, Any]], object]] = {
+        "note_read": lambda a: opened.vault.read_note(a["path"]),
+        "note_search": find,
+    }
+    found: dict[str, list[float]] = {}
+    try:
+        for tool, make in tools.items():
+            rng, latencies = random.Random(0), []
+            for _ in range(OVERHEAD_CALLS + 20):
+                arguments = make(rng)
+                begin = time.perf_counter()
+                work[tool](arguments)
+                latencies.append(time.perf_counter() - begin)
+            found[tool] = latencies[20:]
+    finally:
+        opened.close()
+    return found, opening
+
+
+def healthz_p50(node: Node) -> float:
+    with httpx.Client() as http:
+        url = node.url.removesuffix("/mcp") + "/healthz"
+        latencies = []
+        for _ in range(OVERHEAD_CALLS):
+            start = time.perf_counter()
+            http.get(url).raise_for_status()
+            latencies.append((time.perf_counter() - start) * 1000)
+    return statistics.median(latencies)
+
+
+def overhead(node: Node, tools: dict[str, Args], local: dict[str, list[float]]) -> None:
+    print(
+        f"HTTP + JSON-RPC + auth overhead, concurrency 1, {OVERHEAD_CALLS} calls (target ≤ 1 ms p50):"
+    )
+    print(f"  GET /healthz round trip p50 {healthz_p50(node):6.3f} ms (the loopback HTTP floor)")
+    for tool, make in tools.items():
+        timed_calls(node, tool, make, 20, seed=98)
+        remote = [v * 1000 for v in timed_calls(node, tool, make, OVERHEAD_CALLS, seed=0)]
+        here = [v * 1000 for v in local[tool]]
+        gap = statistics.median(remote) - statistics.median(here)
+        verdict = "ok" if gap <= 1.0 else "OVER TARGET"
+        print(
+            f"  {tool:<12} in-process p50 {statistics.median(here):6.3f} ms   "
+            f"HTTP p50 {statistics.median(remote):6.3f} ms   overhead {gap:6.3f} ms  {verdict}"
+        )
+
+
+class Tally:
+    """What the mixed run saw; `acknowledged` maps each written marker to its note."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.conflicts = 0
+        self.errors: list[str] = []
+        self.acknowledged: dict[str, str] = {}
+        self.refused: set[str] = set()
+        self.lock = threading.Lock()
+
+    def add(self, calls: int = 0, conflicts: int = 0) -> None:
+        with self.lock:
+            self.calls += calls
+            self.conflicts += conflicts
+
+
+def write_once(client: Client, tally: Tally, path: str, marker: str, section: bool) -> None:
+    """Read, then write with the read's content_hash; on a conflict read again and retry."""
+    while True:
+        expected = succeeded(client, tally, "note_read", {"path": path})["content_hash"]
+        if section:
+            tool = "note_section_edit"
+            arguments = {"mode": "append_to_section", "heading": "Details", "content": marker}
+        else:
+            tool = "note_edit"
+            arguments = {"old_string": ANCHOR, "new_string": f"{marker}\n{ANCHOR}"}
+        result = client.call(tool, {"path": path, "content_hash": expected, **arguments})
+        tally.add(calls=1)
+        if not result["isError"]:
+            with tally.lock:
+                tally.acknowledged[marker] = path
+            return
+        if result.get("_meta", {}).get("secondbrain/error", {}).get("code") != "hash_mismatch":
+            raise RuntimeError(f"{tool} {path}: {result['content'][0]['text']}")
+        with tally.lock:
+            tally.conflicts += 1
+            tally.refused.add(marker)
+        marker += "r"  # a fresh marker per attempt: a refused one must never land
+
+
+def succeeded(client: Client, tally: Tally, tool: str, arguments: dict[str, Any]) -> Any:
+    """The structured result of a call that must not fail."""
+    result = client.call(tool, arguments)
+    tally.add(calls=1)
+    if result["isError"]:
+        raise RuntimeError(f"{tool} {arguments}: {result['content'][0]['text']}")
+    return result["structuredContent"]
+
+
+def mixed_client(node: Node, number: int, hot: list[str], reads: dict[str, Args],
+                 tally: Tally, until: float) -> None:  # fmt: skip
+    """Half writes to the hot notes (note_edit or note_section_edit), half reads and searches."""
+    rng, client, serial = random.Random(1000 + number), Client(node), 0
+    try:
+        while time.monotonic() < until:
+            roll = rng.random()
+            try:
+                if roll < 0.5:
+                    serial += 1
+                    marker = f"bench-marker c{number}-{serial}"
+                    write_once(client, tally, rng.choice(hot), marker, section=roll < 0.25)
+                else:
+                    tool = "note_read" if roll < 0.8 else "note_search"
+                    succeeded(client, tally, tool, reads[tool](rng))
+            except (httpx.HTTPError, RuntimeError) as exc:
+                with tally.lock:
+                    tally.errors.append(str(exc)[:300])
+    finally:
+        client.close()
+
+
+def mixed(node: Node, hot: list[str], reads: dict[str, Args]) -> Tally:
+    tally = Tally()
+    until = time.monotonic() + SECONDS
+    with ThreadPoolExecutor(CLIENTS) as pool:
+        runs = [
+            pool.submit(mixed_client, node, number, hot, reads, tally, until)
+            for number in range(CLIENTS)
+        ]
+        for run in runs:
+            run.result()
+    return tally
+
+
+def replay(vault: Path, tally: Tally) -> tuple[list[str], list[str], int]:
+    """Acknowledged markers missing from the files, refused ones present, markers found."""
+    lines: dict[str, set[str]] = {}
+    for path in set(tally.acknowledged.values()):
+        text = (vault / path).read_text(encoding="utf-8")
+        lines[path] = {line.strip() for line in text.splitlines()}
+    lost = [m for m, path in tally.acknowledged.items() if m not in lines[path]]
+    landed = [m for m in tally.refused if any(m in found for found in lines.values())]
+    found = sum(1 for found in lines.values() for line in found if line.startswith("bench-marker"))
+    return lost, landed, found
+
+
+def report_mixed(tally: Tally, lost: list[str], landed: list[str], found: int) -> None:
+    writes = len(tally.acknowledged)
+    print(
+        f"mixed read/write, {CLIENTS} clients, {SECONDS:.0f} s, {HOT_NOTES} hot notes: "
+        f"{tally.calls} calls ({tally.calls / SECONDS:.0f}/s), {writes} acknowledged writes, "
+        f"{tally.conflicts} conflicts (reported, retried), {len(tally.errors)} errors"
+    )
+    print(
+        f"  replay: {writes} acknowledged markers, {found} in the files, {len(lost)} lost, "
+        f"{len(landed)} refused writes that landed"
+    )
+    for error in tally.errors[:5]:
+        print(f"  error: {error}")
+    if tally.errors or lost or landed or found != writes:
+        print("  FAILED: errors or lost updates")
+
+
+def prepare(vault: Path) -> list[str]:
+    """Generate the vault; give the hot notes a unique anchor line for note_edit."""
+    generate(vault, NOTES)
+    hot = note_paths(vault)[:: NOTES // HOT_NOTES][:HOT_NOTES]
+    for path in hot:
+        with (vault / path).open("a", encoding="utf-8") as sink:
+            sink.write(f"\n{ANCHOR}\n")
+    return hot
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-node-") as folder:
+        root = Path(folder)
+        vault = root / "data" / VAULT
+        started = time.perf_counter()
+        hot = prepare(vault)
+        print(f"generated {NOTES} notes in {time.perf_counter() - started:.1f} s")
+        paths = note_paths(vault)
+        tools = {
+            "note_read": read_args(paths),
+            "note_search": search_args(vocabulary(random.Random(42))),
+        }
+        local, opening = in_process(vault, tools)
+        print(f"in-process open (index + first commit of {NOTES} notes) {opening:.1f} s")
+        with serving(root) as node:
+            throughput(node, tools)
+            overhead(node, tools, local)
+            tally = mixed(node, hot, tools)
+        report_mixed(tally, *replay(vault, tally))
+
+
+if __name__ == "__main__":
+    main()
