@@ -119,6 +119,10 @@ async def test_every_route_is_in_the_openapi_schema(
         "/v1/requests/{request_id}/cancel": {"post"},
         "/v1/requests/{request_id}/claim": {"post"},
         "/v1/audit": {"get"},
+        "/v1/nodes": {"get", "post"},
+        "/v1/nodes/{node_id}": {"delete"},
+        "/v1/nodes/heartbeat": {"post"},
+        "/v1/vaults": {"get"},
     }.items():
         assert methods <= set(paths[path]), path
     assert "HTTPBearer" in schema["components"]["securitySchemes"]

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import typer
 from typer.testing import CliRunner
@@ -130,6 +131,50 @@ def test_a_refusal_prints_the_centers_code_and_exits_1(remote: dict[str, str]) -
     no_token = invoke("member", "list", env={**remote, "SECONDBRAIN_CENTER_ADMIN_TOKEN": ""})
     assert no_token.exit_code == 1
     assert "SECONDBRAIN_CENTER_ADMIN_TOKEN" in no_token.output
+
+
+def test_nodes_are_managed_over_http(remote: dict[str, str]) -> None:
+    added = invoke("node", "add", "node-a", "--resource", t.RESOURCE, "--json", env=remote)
+    assert added.exit_code == 0, added.output
+    credential = json.loads(added.output)["credential"]
+    assert credential.startswith("sbn_")
+    listed = invoke("node", "list", env=remote)
+    assert "node-a" in listed.output
+    assert credential not in listed.output
+    assert json.loads(invoke("node", "list", "--json", env=remote).output)["nodes"][0]["id"] == (
+        "node-a"
+    )
+    removed = invoke("node", "remove", "node-a", "--json", env=remote)
+    assert json.loads(removed.output) == {"id": "node-a", "unplaced": []}
+    assert "node-a" not in invoke("node", "list", env=remote).output
+
+
+def test_node_add_prints_the_credential_once_for_people(remote: dict[str, str]) -> None:
+    added = invoke("node", "add", "node-a", "--resource", t.RESOURCE, env=remote)
+    assert added.exit_code == 0, added.output
+    line = next(x for x in added.output.splitlines() if x.startswith("credential: "))
+    assert line.removeprefix("credential: ").startswith("sbn_")
+    again = invoke("node", "add", "node-a", "--resource", t.RESOURCE, env=remote)
+    assert again.exit_code == 1
+    assert "error (exists)" in again.output
+
+
+def test_vaults_lists_what_the_caller_may_see(remote: dict[str, str], server: str) -> None:
+    added = invoke("node", "add", "node-a", "--resource", t.RESOURCE, "--json", env=remote)
+    node = json.loads(added.output)["credential"]
+    beat = httpx.post(
+        f"{server}/v1/nodes/heartbeat",
+        json={"vaults": ["team"]},
+        headers={"Authorization": f"Bearer {node}"},
+    )
+    assert beat.status_code == 200, beat.text
+    listed = json.loads(invoke("vaults", "--json", env=remote).output)["vaults"]
+    assert [(v["name"], v["mcp_url"]) for v in listed] == [("team", t.RESOURCE)]
+    assert "team" in invoke("vaults", env=remote).output
+    created = invoke("member", "add", "rita", "--vault", "solo", "--json", env=remote)
+    member = {**remote, "SECONDBRAIN_CENTER_TOKEN": json.loads(created.output)["credential"]}
+    mine = json.loads(invoke("vaults", "--as-member", "--json", env=member).output)["vaults"]
+    assert [(v["name"], v["mcp_url"]) for v in mine] == [("solo", None)]
 
 
 def test_status_shows_the_health(remote: dict[str, str]) -> None:

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
-from sqlalchemy import text
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Connection, text
 
 from center.config import Settings
 from center.db import make_engine, migrate, private_dir, private_file
-from center.db.engine import HEAD, current_revision
+from center.db.engine import ALEMBIC_DIR, HEAD, current_revision
 
 
 def mode(path: Path) -> int:
@@ -80,3 +83,40 @@ async def test_postgresql_tables_stay_in_their_schema(postgres_settings: Setting
         await engine.dispose()
     assert postgres_settings.database_schema in schemas
     assert "public" not in schemas
+
+
+def _to(revision: str) -> Any:
+    def upgrade(connection: Connection) -> None:
+        config = Config()
+        config.set_main_option("script_location", str(ALEMBIC_DIR))
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
+
+    return upgrade
+
+
+@pytest.mark.asyncio
+async def test_the_nodes_migration_keeps_registered_nodes(settings: Settings) -> None:
+    engine = make_engine(settings)
+    try:
+        async with engine.begin() as connection:
+            await connection.run_sync(_to("0001"))
+            await connection.execute(
+                text(
+                    "INSERT INTO nodes (id, resource, credential_hash, vaults, created)"
+                    " VALUES ('a', 'https://a.test/mcp', :digest, '[\"team\"]', 1)"
+                ),
+                {"digest": "0" * 64},
+            )
+        await migrate(engine)
+        async with engine.connect() as connection:
+            row = (
+                await connection.execute(
+                    text("SELECT id, checkpoint_hash, checkpoint_ok FROM nodes")
+                )
+            ).one()
+            placements = (await connection.execute(text("SELECT count(*) FROM placements"))).one()
+    finally:
+        await engine.dispose()
+    assert tuple(row) == ("a", None, None)
+    assert placements[0] == 0

@@ -64,6 +64,15 @@ async def _broad_flow(settings: Settings, password: str) -> tuple[list[str], lis
             "/v1/members/bob", json={"rotate_credential": True}, headers=t.ADMIN
         )
         secrets += [token.json()["token"], grant.json()["token"], rotated.json()["credential"]]
+        node = await client.post(
+            "/v1/nodes", json={"id": "node-a", "resource": t.RESOURCE}, headers=t.ADMIN
+        )
+        node_credential = node.json()["credential"]
+        secrets.append(node_credential)
+        beat = {"vaults": ["team"], "audit_checkpoint": {"seq": 99999, "hash": "a" * 64}}
+        await client.post("/v1/nodes/heartbeat", json=beat, headers=t.bearer(node_credential))
+        await client.get("/v1/nodes", headers=t.ADMIN)
+        await client.get("/v1/vaults", headers=t.bearer(owner))
         failures = [
             await client.get("/v1/session", headers=t.ADMIN),
             await client.get("/v1/session", headers=t.bearer(bob)),
@@ -86,6 +95,19 @@ async def _broad_flow(settings: Settings, password: str) -> tuple[list[str], lis
             ),
             await client.post(
                 "/v1/tokens", json={"resource": [f"https://{owner}.test"]}, headers=t.bearer(bob)
+            ),
+            await client.post(
+                "/v1/nodes/heartbeat", json={}, headers=t.bearer(node_credential + "x")
+            ),
+            await client.post("/v1/nodes/heartbeat", json={}, headers=t.bearer(owner)),
+            await client.get("/v1/vaults", headers=t.bearer(node_credential)),
+            await client.post(
+                "/v1/nodes", json={"id": node_credential, "resource": t.RESOURCE}, headers=t.ADMIN
+            ),
+            await client.post(
+                "/v1/nodes",
+                json={"id": "node-b", "resource": f"http://{node_credential}.test"},
+                headers=t.ADMIN,
             ),
         ]
         for response in failures:

@@ -10,8 +10,10 @@ RestartRequiredError, which locks the center.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +30,8 @@ from tickets.audit import timestamp
 
 Head = tuple[int, str] | None
 Value = str | int | None
+RECENT = 4096
+"""Hashes of this many newest records stay in memory for node checkpoint checks."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,10 @@ class AuditLog(Protocol):
 
     async def export(self, session: AsyncSession, selection: Selection) -> list[str]: ...
 
+    async def hash_at(self, session: AsyncSession, seq: int) -> str | None:
+        """The hash of the record at `seq`, or None if the chain has no such record."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -139,6 +147,7 @@ class JsonlAudit:
         self._fd: int | None = None
         self._head: Head = None
         self._size = 0
+        self._recent: OrderedDict[int, str] = OrderedDict()
 
     async def start(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         private_file(self.path)
@@ -149,6 +158,27 @@ class JsonlAudit:
             self.uncommitted = [json.loads(line) for line in self._select(after)]
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
         self._size = os.fstat(self._fd).st_size
+        if self._head is not None:
+            self._remember(self._head)
+
+    def _remember(self, head: tuple[int, str]) -> None:
+        self._recent[head[0]] = head[1]
+        while len(self._recent) > RECENT:
+            self._recent.popitem(last=False)
+
+    async def hash_at(self, session: AsyncSession, seq: int) -> str | None:
+        if seq in self._recent:
+            return self._recent[seq]
+        if seq < 1 or self._head is None or seq > self._head[0]:
+            return None
+        return await asyncio.to_thread(self._scan_for, seq)
+
+    def _scan_for(self, seq: int) -> str | None:
+        # The chain was verified at start and only grows, so record `seq` is line `seq`.
+        with self.path.open(encoding="utf-8") as lines:
+            line = next(itertools.islice(lines, seq - 1, seq), None)
+        record = json.loads(line) if line else None
+        return record["hash"] if record and record.get("seq") == seq else None
 
     def _verify_file(self, pinned: Head = None) -> Head:
         with self.path.open("rb") as lines:
@@ -183,6 +213,7 @@ class JsonlAudit:
                 os.fsync(self._fd)
                 self._size += len(data)
                 self._head = (record["seq"], record["hash"])
+                self._remember(self._head)
         except OSError as exc:
             raise RestartRequiredError(f"audit append failed: {exc.strerror}") from None
 
@@ -267,6 +298,10 @@ class TableAudit:
         if not report.ok:
             raise AuditChainError(report.first_bad_seq, report.problem or "broken", report.detail)
         return lines
+
+    async def hash_at(self, session: AsyncSession, seq: int) -> str | None:
+        line = await session.scalar(select(AuditRecord.line).where(AuditRecord.seq == seq))
+        return str(json.loads(line)["hash"]) if line is not None else None
 
     def close(self) -> None:
         return None

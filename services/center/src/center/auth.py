@@ -1,8 +1,8 @@
 """Bearer credentials: how they are made, stored (SHA-256 only) and recognised.
 
-The operator's admin token comes from the environment; members hold durable credentials
-the center shows once. Both are compared as SHA-256 digests in constant time, and a
-failed check says only "unauthorized", never which part failed.
+The operator's admin token comes from the environment; members and nodes hold durable
+credentials the center shows once. All are compared as SHA-256 digests in constant time,
+and a failed check says only "unauthorized", never which part failed.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import secrets
 
 from sqlalchemy import select
 
-from center.db import Member
+from center.db import Member, Node
 from center.errors import ForbiddenError, UnauthorizedError
 from center.principals import CREDENTIAL_PREFIXES, OPERATOR, Principal, principal
 from center.store import Store
@@ -41,7 +41,7 @@ def presented(credential: str | None) -> str:
 
 
 class Authenticator:
-    """Recognises the operator and members from their bearer credential."""
+    """Recognises the operator, members and nodes from their bearer credential."""
 
     def __init__(self, store: Store, admin_token: str | None) -> None:
         self.store = store
@@ -74,3 +74,12 @@ class Authenticator:
         if not caller.is_operator:
             raise ForbiddenError("only the operator's admin token may do this")
         return caller
+
+    async def node(self, credential: str | None) -> str:
+        """The id of the node whose credential this is; any other bearer is 401."""
+        hashed = digest(presented(credential))
+        async with self.store.read() as session:
+            node = await session.scalar(select(Node).where(Node.credential_hash == hashed))
+        if node is None or not hmac.compare_digest(node.credential_hash, hashed):
+            raise UnauthorizedError("unknown node credential; register the node with `node add`")
+        return node.id

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from center.commands import grant_app, member_app, request_app
+from center.commands import grant_app, member_app, node_app, request_app, vaults
 from center.config import ENV_PREFIX, load_settings
 from center.remote import (
     DEFAULT_URL,
@@ -44,6 +44,7 @@ app.add_typer(member_app, name="member")
 app.add_typer(grant_app, name="grant")
 app.add_typer(request_app, name="request")
 app.add_typer(audit_app, name="audit")
+app.add_typer(node_app, name="node")
 
 
 @app.command()
@@ -124,6 +125,9 @@ def key_rotate(as_json: Json = False) -> None:
 def status(url: Url = DEFAULT_URL, as_json: Json = False) -> None:
     """Is the center up, and may it change state? (`GET /healthz`)"""
     show(Remote(url).call("GET", "/healthz", authenticated=False), as_json)
+
+
+app.command("vaults")(vaults)
 
 
 def _checkpoint(text: str) -> Checkpoint:

@@ -1,4 +1,4 @@
-"""The remote verbs of `secondbrain-center`: members, grants and requests over HTTP.
+"""The remote verbs of `secondbrain-center`: members, grants, requests and nodes over HTTP.
 
 The operator's verbs send `SECONDBRAIN_CENTER_ADMIN_TOKEN`; the verbs a member runs
 (`request create|cancel|claim`) send the member's own `SECONDBRAIN_CENTER_TOKEN`. A
@@ -28,9 +28,15 @@ from center.remote import (
 member_app = typer.Typer(help="Create, list, change and remove members.", no_args_is_help=True)
 grant_app = typer.Typer(help="Issue, list and revoke grants.", no_args_is_help=True)
 request_app = typer.Typer(help="Ask for, decide and claim grants.", no_args_is_help=True)
+node_app = typer.Typer(help="Register, list and remove vault nodes.", no_args_is_help=True)
 MEMBER_COLUMNS = ("id", "role", "scope", "vaults", "generation", "password")
 GRANT_COLUMNS = ("id", "vault", "scope", "grantee", "issued_by", "depth", "expiry", "revoked")
 REQUEST_COLUMNS = ("id", "requester", "vault", "scope", "minutes", "state", "decided_by")
+NODE_COLUMNS = (
+    *("id", "resource", "vaults", "placements"),
+    *("last_seen", "revocation_seq", "checkpoint_seq", "checkpoint_ok"),
+)
+VAULT_COLUMNS = ("name", "node", "mcp_url", "reported", "last_seen")
 
 
 VaultsOpt = Annotated[
@@ -252,3 +258,57 @@ def request_claim(
     body = {"resource": resource or []}
     claimed = _member(url).call("POST", f"/v1/requests/{request_id}/claim", body=body)
     show(claimed, as_json, (*GRANT_COLUMNS, "audience", "token"))
+
+
+@node_app.command("add")
+@handled
+def node_add(
+    node_id: Annotated[str, typer.Argument(help="1-64 of A-Z a-z 0-9 - _")],
+    *,
+    resource: Annotated[str, typer.Option(help="The node's MCP URL (https, or http on loopback).")],
+    url: Url = DEFAULT_URL,
+    as_json: Json = False,
+) -> None:
+    """Register a node and print its credential — once; put it in the node's environment."""
+    created = Remote(url).call("POST", "/v1/nodes", body={"id": node_id, "resource": resource})
+    show(created, as_json, ("id", "resource", "credential"))
+
+
+def _node_row(node: dict[str, Any]) -> dict[str, Any]:
+    checkpoint = node.get("checkpoint") or {}
+    return {**node, "checkpoint_seq": checkpoint.get("seq")}
+
+
+@node_app.command("list")
+@handled
+def node_list(url: Url = DEFAULT_URL, as_json: Json = False) -> None:
+    """Every node with its last heartbeat: vaults, revocation seq, audit checkpoint."""
+    listed = Remote(url).call("GET", "/v1/nodes")
+    if as_json:
+        print_json(console, listed)
+    else:
+        print_table(console, [_node_row(n) for n in listed["nodes"]], NODE_COLUMNS)
+
+
+@node_app.command("remove")
+@handled
+def node_remove(node_id: str, url: Url = DEFAULT_URL, as_json: Json = False) -> None:
+    """Remove a node: its credential stops working and its placements are dropped."""
+    show(Remote(url).call("DELETE", f"/v1/nodes/{node_id}"), as_json)
+
+
+@handled
+def vaults(
+    as_member: Annotated[
+        bool, typer.Option("--as-member", help="Ask as the member in SECONDBRAIN_CENTER_TOKEN.")
+    ] = False,
+    url: Url = DEFAULT_URL,
+    as_json: Json = False,
+) -> None:
+    """The vaults you may see, each with the MCP URL of the node holding it."""
+    remote = _member(url) if as_member else Remote(url)
+    listed = remote.call("GET", "/v1/vaults")
+    if as_json:
+        print_json(console, listed)
+    else:
+        print_table(console, listed["vaults"], VAULT_COLUMNS)

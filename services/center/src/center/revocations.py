@@ -62,13 +62,26 @@ async def _sequence(session: AsyncSession, digest: str) -> int:
     return row.seq
 
 
+async def _current(
+    session: AsyncSession, keyring: Keyring, now: int
+) -> tuple[int, dict[str, Any], frozenset[str]]:
+    content = await _revoked(session, now)
+    kids = await keyring.revoked_kids(session)
+    seq = await _sequence(session, content_digest({**content, "kids": sorted(kids)}))
+    return seq, content, kids
+
+
+async def current_seq(session: AsyncSession, keyring: Keyring, now: int) -> int:
+    """The seq the feed publishes now (in a `Store.serialized` session), unsigned."""
+    seq, _content, _kids = await _current(session, keyring, now)
+    return seq
+
+
 async def publish(store: Store, keyring: Keyring, issuer: str) -> dict[str, Any]:
     """The current snapshot, signed: `{"seq": n, "snapshot": "<JWS>"}`."""
     now = store.now()
     async with store.serialized() as session:
-        content = await _revoked(session, now)
-        kids = await keyring.revoked_kids(session)
-        seq = await _sequence(session, content_digest({**content, "kids": sorted(kids)}))
+        seq, content, kids = await _current(session, keyring, now)
         head = await store.audit.head(session)
     checkpoint: Checkpoint | None = None
     if head is not None:

@@ -15,9 +15,10 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from center.config import check_public_url
-from center.db import Node, Token
+from center.db import Token
 from center.errors import ConflictError, ForbiddenError, InvalidArgumentError, NotFoundError
 from center.keyring import Keyring
+from center.nodes import resources_for
 from center.principals import Principal, check_vaults, current, permissions_scope
 from center.store import Change
 from tickets import (
@@ -38,17 +39,16 @@ DEFAULT_MINUTES = 60
 
 
 async def audience(session: AsyncSession, vaults: Sequence[str], given: Sequence[str]) -> list[str]:
-    """The `aud` of a token: the resources given, else the nodes serving these vaults."""
+    """The `aud` of a token: the resources given, else the registered nodes holding these
+    vaults (reported in their heartbeats or placed there by the center)."""
     if given:
         try:
             return sorted({check_public_url(url) for url in given})
         except ValueError as exc:
             raise InvalidArgumentError("resource", str(exc)) from None
-    wanted = set(vaults)
-    nodes = (await session.scalars(select(Node).order_by(Node.id))).all()
-    found = sorted({n.resource for n in nodes if ALL_VAULTS in wanted or wanted & set(n.vaults)})
+    found = await resources_for(session, vaults)
     if not found:
-        names = ", ".join(sorted(wanted))
+        names = ", ".join(sorted(set(vaults)))
         raise InvalidArgumentError(
             "resource", f"no registered node serves {names}; pass the node's MCP URL as resource"
         )

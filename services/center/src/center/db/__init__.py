@@ -11,6 +11,7 @@ from center.db.models import (
     Key,
     Member,
     Node,
+    Placement,
     Request,
     Token,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "Key",
     "Member",
     "Node",
+    "Placement",
     "Request",
     "Token",
     "make_engine",

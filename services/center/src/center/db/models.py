@@ -93,7 +93,8 @@ class Request(Base):
 
 
 class Node(Base):
-    """A registered vault node: its MCP resource URL and the vaults it serves."""
+    """A registered vault node: its MCP resource URL and what its last heartbeat reported
+    (vaults, revocation seq, audit checkpoint and whether the center's chain holds it)."""
 
     __tablename__ = "nodes"
 
@@ -105,6 +106,18 @@ class Node(Base):
     last_seen: Mapped[int | None] = mapped_column(BigInteger, default=None)
     revocation_seq: Mapped[int | None] = mapped_column(BigInteger, default=None)
     checkpoint_seq: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    checkpoint_hash: Mapped[str | None] = mapped_column(String(64), default=None)
+    checkpoint_ok: Mapped[bool | None] = mapped_column(Boolean, default=None)
+
+
+class Placement(Base):
+    """A vault the center assigned to a node (an account's vault): one node per vault."""
+
+    __tablename__ = "placements"
+
+    vault: Mapped[str] = mapped_column(String(ID), primary_key=True)
+    node_id: Mapped[str] = mapped_column(String(ID), index=True)
+    created: Mapped[int] = mapped_column(BigInteger)
 
 
 class Key(Base):

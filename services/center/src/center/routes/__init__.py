@@ -1,6 +1,6 @@
 """The center's HTTP routes, one module per resource; `ROUTERS` is what the app mounts."""
 
-from center.routes import audit, grants, members, public, requests, session
+from center.routes import audit, grants, members, nodes, public, requests, session
 
 ROUTERS = (
     public.router,
@@ -9,6 +9,7 @@ ROUTERS = (
     grants.router,
     requests.router,
     audit.router,
+    nodes.router,
 )
 
 __all__ = ["ROUTERS"]

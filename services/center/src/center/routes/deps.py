@@ -18,6 +18,10 @@ from tickets import Scope, UnknownScopeError, parse_scope
 
 _bearer = HTTPBearer(auto_error=False, description="Admin token or member credential")
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+_node_bearer = HTTPBearer(
+    auto_error=False, scheme_name="NodeCredential", description="A node's credential (sbn_…)"
+)
+NodeCredentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_node_bearer)]
 NO_STORE = {"Cache-Control": "no-store"}
 """Headers for a response that carries a credential or a token."""
 
@@ -49,9 +53,15 @@ async def get_operator(center: CenterDep, credentials: Credentials) -> Principal
     return await center.auth.operator(_value(credentials))
 
 
+async def get_node(center: CenterDep, credentials: NodeCredentials) -> str:
+    """A registered node's id; every other bearer (admin token, member) gets 401."""
+    return await center.auth.node(_value(credentials))
+
+
 Caller = Annotated[Principal, Depends(get_caller)]
 MemberCaller = Annotated[Principal, Depends(get_member)]
 Operator = Annotated[Principal, Depends(get_operator)]
+NodeCaller = Annotated[str, Depends(get_node)]
 
 
 def scope_arg(value: str | None) -> Scope | None:

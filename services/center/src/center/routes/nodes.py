@@ -1,0 +1,88 @@
+"""Nodes (`/v1/nodes`), their heartbeat, and the vault directory (`/v1/vaults`).
+
+The operator registers, lists and removes nodes; a node's credential is in the
+registration response and nowhere else. Only a node credential may send a heartbeat.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from center import nodes
+from center.routes.deps import NO_STORE, Caller, CenterDep, NodeCaller, Operator
+
+router = APIRouter(tags=["nodes"])
+
+
+class NodeIn(BaseModel):
+    """A node to register: its id and the MCP URL clients and tokens (`aud`) use for it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(max_length=64, description="1-64 of A-Z a-z 0-9 - _")
+    resource: str = Field(
+        max_length=512, description="The node's MCP URL; https, or http on loopback"
+    )
+
+
+class CheckpointIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    seq: int = Field(ge=1)
+    hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class HeartbeatIn(BaseModel):
+    """What a node reports: its vaults, the highest revocation seq it accepted and the
+    latest audit checkpoint from the feed (null before its first snapshot)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    vaults: list[str] = Field(default_factory=list, max_length=nodes.MAX_VAULTS)
+    revocation_seq: int | None = Field(None, ge=0)
+    audit_checkpoint: CheckpointIn | None = None
+
+
+@router.post("/v1/nodes", status_code=201, summary="Register a node; its credential is shown once")
+async def add_node(
+    body: NodeIn, center: CenterDep, _: Operator, response: Response
+) -> dict[str, Any]:
+    async with center.store.change() as work:
+        created = await nodes.register(work, body.id, body.resource)
+    response.headers.update(NO_STORE)
+    return created
+
+
+@router.get("/v1/nodes", summary="Nodes with their last heartbeat (no credentials)")
+async def list_nodes(center: CenterDep, _: Operator) -> dict[str, Any]:
+    async with center.store.read() as session:
+        return {"nodes": await nodes.listing(session)}
+
+
+@router.delete("/v1/nodes/{node_id}", summary="Remove a node; its credential stops working")
+async def remove_node(node_id: str, center: CenterDep, _: Operator) -> dict[str, Any]:
+    async with center.store.change() as work:
+        return await nodes.remove(work, node_id)
+
+
+@router.post(
+    "/v1/nodes/heartbeat", summary="A node reports; answers its placements and the feed's seq"
+)
+async def heartbeat(body: HeartbeatIn, center: CenterDep, node_id: NodeCaller) -> dict[str, Any]:
+    checkpoint = body.audit_checkpoint
+    beat = nodes.Beat(
+        vaults=tuple(body.vaults),
+        revocation_seq=body.revocation_seq,
+        checkpoint=(checkpoint.seq, checkpoint.hash) if checkpoint else None,
+    )
+    return await nodes.heartbeat(center.store, center.keyring, node_id, beat)
+
+
+@router.get("/v1/vaults", tags=["vaults"], summary="Vaults the caller may see, with MCP URLs")
+async def vaults(center: CenterDep, caller: Caller) -> dict[str, Any]:
+    """A member sees its vaults (`mcp_url` null where no node holds one); the operator all."""
+    async with center.store.read() as session:
+        return {"vaults": await nodes.visible_vaults(session, caller)}
