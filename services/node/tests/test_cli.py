@@ -21,18 +21,6 @@ def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_up_creates_and_checks_the_default_vault(tmp_path: Path) -> None:
-    result = run("up", "--data-dir", "data", "--json", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
-    assert report["vault"] == "default"
-    assert report["problems"] == []
-    assert (tmp_path / "data/default/.secondbrain/instructions.md").is_file()
-    again = run("up", "--data-dir", "data", "--json", cwd=tmp_path)
-    assert again.returncode == 0
-    assert json.loads(again.stdout) == report
-
-
 def test_vault_check_lists_broken_notes_and_exits_nonzero(tmp_path: Path) -> None:
     assert run("vault", "create", "team", "--data-dir", "d", cwd=tmp_path).returncode == 0
     (tmp_path / "d/team/wiki/bad.md").write_text("---\ntitle: [oops\n---\nbody\n")

@@ -1,7 +1,8 @@
 """The `secondbrain` command: run the node, check its configuration, manage vaults.
 
 `serve` runs the MCP server; `validate` checks a configuration without starting it;
-the `vault` verbs and `up` work directly on a data directory.
+the `vault` verbs work directly on a data directory; `up` (vault_node.up) starts a center
+and a node on loopback.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from vault_node.app import configure_logging, create_app, create_metrics_app, se
 from vault_node.auth import KeySource
 from vault_node.config import DEFAULT_CONFIG, load_config
 from vault_node.errors import ConfigError
+from vault_node.up import UpError, UpOptions
+from vault_node.up import run as run_up
 
 app = typer.Typer(
     help="secondbrain: Markdown vaults for AI agents. Verbs that work on a data directory.",
@@ -139,19 +142,24 @@ def vault_check(
 
 
 @app.command()
-def up(data_dir: DataDir = Path("data"), as_json: Json = False) -> None:
-    """Prepare the embedded default: a data directory with a `default` vault, checked."""
-    data_dir.mkdir(parents=True, exist_ok=True)
-    root = data_dir / "default"
-    if not root.exists():
-        layouts.create(data_dir, "default", "wiki-raw")
-    report = check_vault(Vault(root, "default"))
-    print_report(report, as_json=as_json)
-    if not as_json:
-        console.print(
-            "The vault core is ready. The MCP server (secondbrain serve) and the "
-            "authorization center come with the node and center services."
-        )
+def up(
+    data_dir: DataDir = Path("data"),
+    center_port: Annotated[
+        int, typer.Option(min=1, max=65535, help="Loopback port of the center.")
+    ] = 2021,
+    node_port: Annotated[
+        int, typer.Option(min=1, max=65535, help="Loopback port of the node (MCP URL).")
+    ] = 2020,
+    as_json: Json = False,
+) -> None:
+    """Start a center and one node on loopback with a demo vault; print the MCP URL, a
+    token and client configuration. Ctrl-C stops both."""
+    try:
+        code = run_up(UpOptions(data_dir, center_port, node_port, as_json))
+    except UpError as exc:
+        print(f"error: {exc}", file=sys.stderr)  # plain: one line whatever the terminal width
+        raise typer.Exit(2) from None
+    raise typer.Exit(code)
 
 
 @app.command()

@@ -1,0 +1,268 @@
+"""`secondbrain up` as a person runs it: a real subprocess that starts a center and a node on
+loopback ports, prints what a client needs, and stops both on a signal."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.slow
+
+CLI = [sys.executable, "-c", "from vault_node.cli import main; main()"]
+DEADLINE = 120.0  # generous: first start runs the center's migrations and indexes two vaults
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class Up:
+    """A running `secondbrain up` and everything it printed so far."""
+
+    process: subprocess.Popen[str]
+    lines: queue.Queue[str]
+    pump: threading.Thread
+    output: str = ""
+
+    def read_until(self, marker: str) -> str:
+        deadline = time.monotonic() + DEADLINE
+        while marker not in self.output:
+            if time.monotonic() > deadline:
+                pytest.fail(f"`up` never printed {marker!r}; printed:\n{self.output}")
+            try:
+                self.output += self.lines.get(timeout=1.0)
+            except queue.Empty:
+                if self.process.poll() is not None:
+                    pytest.fail(f"`up` exited with {self.process.returncode}:\n{self.output}")
+        return self.output
+
+    def stop(self, sig: signal.Signals = signal.SIGINT) -> int:
+        self.process.send_signal(sig)
+        code = self.process.wait(timeout=DEADLINE)
+        self.read_rest()
+        return code
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=DEADLINE)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.read_rest()
+        assert self.process.stdout is not None
+        self.process.stdout.close()
+
+    def read_rest(self) -> None:
+        """After the exit: everything up to the end of its output."""
+        self.pump.join(timeout=DEADLINE)
+        while not self.lines.empty():
+            self.output += self.lines.get()
+
+
+def start_up(data_dir: Path, ports: tuple[int, int], *extra: str) -> Up:
+    center, node = ports
+    args = ["up", "--data-dir", str(data_dir), "--center-port", str(center)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SECONDBRAIN_")}
+    process = subprocess.Popen(
+        [*CLI, *args, "--node-port", str(node), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.put(line)
+
+    thread = threading.Thread(target=pump, daemon=True)
+    thread.start()
+    return Up(process, lines, thread)
+
+
+@pytest.fixture
+def ports() -> tuple[int, int]:
+    return free_port(), free_port()
+
+
+@pytest.fixture
+def launch() -> Iterator[Callable[..., Up]]:
+    """Start `up` processes; whatever still runs at the end is stopped."""
+    started: list[Up] = []
+
+    def start(data_dir: Path, ports: tuple[int, int], *extra: str) -> Up:
+        started.append(start_up(data_dir, ports, *extra))
+        return started[-1]
+
+    yield start
+    for up in started:
+        up.close()
+
+
+@pytest.fixture
+def running(tmp_path: Path, ports: tuple[int, int], launch: Callable[..., Up]) -> Up:
+    """`up` in text mode, read up to the end of what it prints at start."""
+    up = launch(tmp_path / "data", ports)
+    up.read_until("Ctrl-C stops both.")
+    return up
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split(") ", 1)[1].startswith("Z"))
+
+
+def wait_gone(pids: list[int]) -> list[int]:
+    deadline = time.monotonic() + DEADLINE
+    while (left := [pid for pid in pids if alive(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+def mcp(url: str, token: str, method: str, params: dict[str, Any], ident: int) -> dict[str, Any]:
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+    body = {"jsonrpc": "2.0", "id": ident, "method": method, "params": params}
+    answer = httpx.post(url, json=body, headers=headers, timeout=30.0)
+    assert answer.status_code == 200, answer.text
+    reply: dict[str, Any] = answer.json()
+    assert "result" in reply, reply
+    return reply
+
+
+def secrets_of(data_dir: Path) -> list[str]:
+    center = data_dir / "center"
+    names = ("admin.token", "signing.secret", "owner.credential")
+    return [(center / name).read_text().strip() for name in names]
+
+
+def test_the_printed_url_and_token_work_for_an_mcp_client(running: Up) -> None:
+    url = re.search(r"MCP URL:\s+(\S+)", running.output)
+    token = re.search(r"Bearer token:\s+(\S+)", running.output)
+    assert url
+    assert token
+    init = mcp(url[1], token[1], "initialize", {"protocolVersion": "2025-06-18"}, 1)
+    assert init["result"]["protocolVersion"] == "2025-06-18"
+    tools = mcp(url[1], token[1], "tools/list", {}, 2)["result"]["tools"]
+    assert "note_search" in {tool["name"] for tool in tools}
+    found = mcp(
+        url[1],
+        token[1],
+        "tools/call",
+        {"name": "note_search", "arguments": {"query": "retro", "vault": "demo"}},
+        3,
+    )["result"]
+    assert not found["isError"], found
+    paths = {hit["path"] for hit in found["structuredContent"]["hits"]}
+    assert "raw/2026-03-02-retro.md" in paths
+
+
+def test_the_output_has_a_snippet_for_each_client_and_no_other_secret(
+    running: Up, tmp_path: Path
+) -> None:
+    token = re.search(r"Bearer token:\s+(\S+)", running.output)
+    assert token
+    url = re.search(r"MCP URL:\s+(\S+)", running.output)
+    assert url
+    header = f'--header "Authorization: Bearer {token[1]}"'
+    assert f"claude mcp add --transport http secondbrain {url[1]} {header}" in running.output
+    assert f"npx @modelcontextprotocol/inspector --cli {url[1]} --transport http" in running.output
+    assert '"mcp-remote"' in running.output  # Claude Desktop
+    assert '"url": "' + url[1] in running.output  # Cursor
+    for secret in secrets_of(tmp_path / "data"):
+        assert secret not in running.output
+
+
+def test_sigint_stops_both_children_and_exits_0(running: Up) -> None:
+    pids = [int(pid) for pid in re.findall(r"pid (\d+)", running.output)]
+    assert len(pids) == 2
+    assert running.stop(signal.SIGINT) == 0
+    assert wait_gone(pids) == []
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="parent-death signal is Linux only")
+def test_the_children_stop_even_when_up_is_killed(running: Up) -> None:
+    pids = [int(pid) for pid in re.findall(r"pid (\d+)", running.output)]
+    running.process.kill()
+    running.process.wait()
+    assert wait_gone(pids) == []
+
+
+def test_a_second_run_reuses_the_private_secrets_the_owner_and_the_vaults(
+    tmp_path: Path, ports: tuple[int, int], launch: Callable[..., Up]
+) -> None:
+    data = tmp_path / "data"
+    first = launch(data, ports, "--json")
+    before = json.loads(first.read_until("\n"))
+    kept = secrets_of(data)
+    for name in ("admin.token", "signing.secret", "owner.credential"):
+        assert (data / "center" / name).stat().st_mode & 0o777 == 0o600
+    demo_notes = sorted(p.relative_to(data) for p in (data / "vaults/demo").rglob("*.md"))
+    assert first.stop(signal.SIGTERM) == 0
+    second = launch(data, ports, "--json")
+    after = json.loads(second.read_until("\n"))
+    try:
+        assert secrets_of(data) == kept
+        assert after["vaults"] == before["vaults"] == ["default", "demo"]
+        assert sorted(p.relative_to(data) for p in (data / "vaults/demo").rglob("*.md")) == (
+            demo_notes
+        )
+        members = httpx.get(
+            f"{after['center_url']}/v1/members",
+            headers={"Authorization": f"Bearer {kept[0]}"},
+            timeout=30.0,
+        ).json()["members"]
+        assert [member["id"] for member in members] == ["owner"]
+        assert all(secret not in first.output + second.output for secret in kept)
+    finally:
+        assert second.stop(signal.SIGINT) == 0
+    assert wait_gone(list(after["pids"].values())) == []
+
+
+@pytest.mark.parametrize("taken", ["center", "node"])
+def test_a_taken_port_is_one_clear_line(
+    tmp_path: Path, taken: str, launch: Callable[..., Up]
+) -> None:
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        busy = squatter.getsockname()[1]
+        other = free_port()
+        ports = (busy, other) if taken == "center" else (other, busy)
+        up = launch(tmp_path / "data", ports)
+        code = up.process.wait(timeout=DEADLINE)
+        up.read_rest()
+    assert code == 2
+    option = "--center-port" if taken == "center" else "--node-port"
+    assert f"port {busy} on 127.0.0.1 is taken" in up.output
+    assert option in up.output
+    assert len(up.output.strip().splitlines()) == 1
