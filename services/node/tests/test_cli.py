@@ -85,3 +85,27 @@ def test_validate_names_every_problem_and_exits_2(tmp_path: Path) -> None:
     assert "max_response_bytes must be at least 4096" in result.stdout
     assert "data_dir 'relative' must be an absolute path" in result.stdout
     assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_reindex_builds_the_index_of_every_vault_and_reports_it(tmp_path: Path) -> None:
+    path = write_config(tmp_path)
+    for vault, note in (("team", "# Team\nalpha [[Ops]]\n"), ("ops", "# Ops\nbeta\n")):
+        (tmp_path / "data" / vault).mkdir(parents=True)
+        (tmp_path / "data" / vault / "n.md").write_text(note)
+    result = run("reindex", "--config", str(path), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "team: 1 files, 1 indexed, 0 removed, 0 skipped" in result.stdout
+    assert "ops: 1 files, 1 indexed" in result.stdout
+    again = run("reindex", "--config", str(path), "--vault", "team", cwd=tmp_path)
+    assert "team: 1 files, 0 indexed" in again.stdout
+    full = run("reindex", "--config", str(path), "--vault", "team", "--full", cwd=tmp_path)
+    assert "team: 1 files, 1 indexed" in full.stdout
+    assert (tmp_path / "data" / "team" / ".secondbrain" / "index.db").is_file()
+
+
+def test_reindex_of_an_unknown_vault_is_one_clear_line(tmp_path: Path) -> None:
+    result = run(
+        "reindex", "--config", str(write_config(tmp_path)), "--vault", "nope", cwd=tmp_path
+    )
+    assert result.returncode == 2
+    assert "unknown vault: nope" in result.stdout

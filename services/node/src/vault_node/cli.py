@@ -19,10 +19,12 @@ from typing import Annotated, Any
 import typer
 import uvicorn
 from rich.console import Console
+from rich.progress import Progress
 from rich.table import Table
 
 from vault_core import layouts, paths
 from vault_core.errors import NOTE_LIMIT, VaultError
+from vault_core.index import Index
 from vault_core.note import parse as parse_note
 from vault_core.vault import Vault, read_limited
 from vault_node.app import configure_logging, create_app, create_metrics_app, serve_all
@@ -201,6 +203,53 @@ def validate(config_path: ConfigPath = None) -> None:
         f"{len(keys)} trusted key(s), issuer {config.issuer}"
     )
     print(config.metrics_summary())
+
+
+@app.command()
+def reindex(
+    config_path: ConfigPath = None,
+    vault: Annotated[
+        str | None, typer.Option(help="Only this vault (default: every vault).")
+    ] = None,
+    full: Annotated[
+        bool, typer.Option(help="Delete the index first and build it from scratch.")
+    ] = False,
+) -> None:
+    """Bring the search index of the vaults up to date, with a progress bar."""
+    config = load_config(config_path)
+    names = (
+        [vault]
+        if vault
+        else sorted(
+            p.name
+            for p in config.data_dir.iterdir()
+            if p.is_dir() and paths.VAULT_NAME.fullmatch(p.name)
+        )
+    )
+    for name in names:
+        root = config.data_dir / paths.check_vault_name(name)
+        if not root.is_dir():
+            raise VaultCliError(f"unknown vault: {name}")
+        _reindex(root, name, full=full)
+
+
+def _reindex(root: Path, name: str, *, full: bool) -> None:
+    if full:
+        for suffix in ("", "-wal", "-shm"):
+            (root / ".secondbrain" / f"index.db{suffix}").unlink(missing_ok=True)
+    index = Index.open(root, name)
+    try:
+        with Progress(console=console, transient=True) as bar:
+            task = bar.add_task(f"indexing {name}", total=None)
+            stats = index.reconcile(
+                progress=lambda done, total: bar.update(task, completed=done, total=total)
+            )
+    finally:
+        index.close()
+    console.print(
+        f"{name}: {stats.files} files, {stats.changed} indexed, {stats.removed} removed, "
+        f"{stats.skipped} skipped in {stats.seconds:.1f} s"
+    )
 
 
 class VaultCliError(Exception):
