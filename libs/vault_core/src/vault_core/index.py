@@ -28,7 +28,7 @@ from vault_core.text import content_hash
 log = structlog.get_logger("vault_core")
 
 INDEX_FILE = "index.db"
-READERS = 4
+READERS = 8  # kept open; more concurrent readers open and close their own
 BATCH = 200  # files per reconcile transaction; each file is still stored whole
 _RETRIES = 5
 
