@@ -178,7 +178,7 @@ def test_the_printed_url_and_token_work_for_an_mcp_client(running: Up) -> None:
         url[1],
         token[1],
         "tools/call",
-        {"name": "note_search", "arguments": {"query": "retro", "vault": "demo"}},
+        {"name": "note_search", "arguments": {"query": "retro"}},
         3,
     )["result"]
     assert not found["isError"], found

@@ -136,6 +136,9 @@ def write_node_config(place: Place) -> Path:
         "data_dir": str(place.vaults),
         "center_url": place.center_url,
     }
+    if (place.vaults / "demo").is_dir():
+        # A first question ("what is in here?") should find the demo notes without naming a vault.
+        settings["default_vault"] = "demo"
     path = place.data_dir / "node.yaml"
     header = "# Written by `secondbrain up` at every start: change its options instead.\n"
     path.write_text(header + yaml.safe_dump(settings, sort_keys=False), encoding="utf-8")
