@@ -162,3 +162,7 @@ def test_fresh_without_a_watcher_reconciles_at_most_once_in_a_burst(library: Lib
     (opened.vault.root / "newer.md").write_text("# Newer\nsecond\n")
     opened.fresh(max_age=3600.0)
     assert search.search(opened.index, "second").total == 0
+
+
+def test_the_git_token_never_shows_in_a_repr() -> None:
+    assert "s3cret-token" not in repr(Settings(git_token="s3cret-token"))

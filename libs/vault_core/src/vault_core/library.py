@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import structlog
@@ -36,7 +36,7 @@ class Settings:
     git: bool = True
     committer: Identity = DEFAULT_COMMITTER
     git_remote: str | None = None
-    git_token: str | None = None
+    git_token: str | None = field(default=None, repr=False)  # never in a repr or a log
     watch: bool = True
 
 
