@@ -13,7 +13,6 @@ from __future__ import annotations
 import itertools
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,7 +34,7 @@ from vaultgen import generate, vocabulary
 from tickets import testing as tt
 from vault_core import search
 from vault_core.library import OpenVault, Settings
-from vault_node.testing import key_files, mint
+from vault_node.testing import free_port, key_files, mint, wait_ready
 
 NOTES = int(os.environ.get("BENCH_NODE_NOTES", "10000"))
 CALLS = int(os.environ.get("BENCH_NODE_CALLS", "1000"))
@@ -86,7 +85,9 @@ def serving(root: Path) -> Iterator[Node]:
         )
     try:
         started = time.perf_counter()
-        wait_ready(base, process, root / "node.log")
+        problem = wait_ready(base, process, root / "node.log", READY_DEADLINE)
+        if problem:
+            raise SystemExit(problem)
         print(f"node ready in {time.perf_counter() - started:.1f} s (pid {process.pid})")
         token = mint(key, "read write delete manage", audience=f"{base}/mcp")
         yield Node(f"{base}/mcp", token, process)
@@ -97,27 +98,6 @@ def serving(root: Path) -> Iterator[Node]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def wait_ready(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + READY_DEADLINE
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"the node exited with {process.returncode}:\n{log.read_text()}")
-        try:
-            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit(f"the node was not ready within {READY_DEADLINE} s")
 
 
 class Client:

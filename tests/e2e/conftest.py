@@ -8,20 +8,24 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tickets import SigningKey
 from tickets import testing as tt
-from vault_node.testing import SAMPLE_NOTES, key_files, mint, write_files
+from vault_node.testing import (
+    SAMPLE_NOTES,
+    free_port,
+    key_files,
+    mint,
+    wait_ready,
+    write_files,
+)
 
 READY_DEADLINE = 60.0
 
@@ -43,27 +47,6 @@ class NodeServer:
 
     def token(self, scope: str = "read write delete manage", **claims: object) -> str:
         return mint(self.key, scope, audience=self.url, **claims)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def wait_ready(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + READY_DEADLINE
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"the node exited with {process.returncode}:\n{log.read_text()}")
-        try:
-            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    pytest.fail(f"the node was not ready within {READY_DEADLINE} s:\n{log.read_text()}")
 
 
 @contextlib.contextmanager
@@ -93,7 +76,9 @@ def launch(root: Path, extra: str = "") -> Iterator[NodeServer]:
     with log.open("wb") as sink:
         process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env)
     try:
-        wait_ready(base, process, log)
+        problem = wait_ready(base, process, log, READY_DEADLINE)
+        if problem:
+            pytest.fail(problem)
         yield NodeServer(base, key, root / "data", log, config, process)
     finally:
         process.terminate()

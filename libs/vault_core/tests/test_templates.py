@@ -101,7 +101,7 @@ def test_render_of_a_full_template() -> None:
         ("meeting.md", "templates/meeting.md"),
         ("  meeting  ", "templates/meeting.md"),
         ("Meeting.MD", "templates/Meeting.MD"),
-        ("work/standup", "templates/work/standup.md"),
+        ("team/standup", "templates/team/standup.md"),
     ],
 )
 def test_template_path_lives_under_templates_with_md(name: str, path: str) -> None:

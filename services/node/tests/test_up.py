@@ -21,16 +21,12 @@ from typing import Any
 import httpx
 import pytest
 
+from vault_node.testing import free_port
+
 pytestmark = pytest.mark.slow
 
 CLI = [sys.executable, "-c", "from vault_node.cli import main; main()"]
 DEADLINE = 120.0  # generous: first start runs the center's migrations and indexes two vaults
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass

@@ -7,6 +7,8 @@ For tests only: the keys are throw-away and the configuration trusts nothing els
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -172,3 +174,28 @@ class Harness:
 
 
 NodeFactory = Callable[..., Awaitable[Harness]]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def wait_ready(
+    base: str, process: subprocess.Popen[bytes], log: Path, deadline: float
+) -> str | None:
+    """Poll `<base>/healthz` until it answers 200; the reason when it never does."""
+    until = time.monotonic() + deadline
+    while time.monotonic() < until:
+        if process.poll() is not None:
+            return f"the node exited with {process.returncode}:\n{log.read_text()}"
+        try:
+            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                return None
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    return f"the node was not ready within {deadline} s:\n{log.read_text()}"
