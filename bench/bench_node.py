@@ -34,7 +34,7 @@ from vaultgen import generate, vocabulary
 from tickets import testing as tt
 from vault_core import search
 from vault_core.library import OpenVault, Settings
-from vault_node.testing import free_port, key_files, mint, wait_ready
+from vault_node.testing import free_port, key_files, mint, stop, wait_ready
 
 NOTES = int(os.environ.get("BENCH_NODE_NOTES", "10000"))
 CALLS = int(os.environ.get("BENCH_NODE_CALLS", "1000"))
@@ -92,12 +92,7 @@ def serving(root: Path) -> Iterator[Node]:
         token = mint(key, "read write delete manage", audience=f"{base}/mcp")
         yield Node(f"{base}/mcp", token, process)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process, grace=30.0)
 
 
 class Client:

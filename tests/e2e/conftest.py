@@ -23,6 +23,7 @@ from vault_node.testing import (
     free_port,
     key_files,
     mint,
+    stop,
     wait_ready,
     write_files,
 )
@@ -81,12 +82,7 @@ def launch(root: Path, extra: str = "") -> Iterator[NodeServer]:
             pytest.fail(problem)
         yield NodeServer(base, key, root / "data", log, config, process)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 @pytest.fixture(scope="module")

@@ -199,3 +199,13 @@ def wait_ready(
             pass
         time.sleep(0.1)
     return f"the node was not ready within {deadline} s:\n{log.read_text()}"
+
+
+def stop(process: subprocess.Popen[bytes], grace: float = 20.0) -> None:
+    """Terminate a server started by a test or benchmark; kill it if it lingers."""
+    process.terminate()
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
