@@ -17,9 +17,11 @@ from tickets import (
     Verifier,
     issue,
     sign,
+    sign_snapshot,
 )
 from tickets import testing as t
 from tickets.claims import DAY, HOUR
+from tickets.verify import SIGNATURE_CACHE
 
 NOW = t.NOW
 
@@ -397,3 +399,53 @@ def test_any_one_character_change_is_refused_with_a_token_error(position: int, c
 @pytest.mark.parametrize("typ", ["application/at+jwt", "AT+JWT", "Application/At+Jwt"])
 def test_typ_is_compared_as_a_media_type(verifier: Verifier, typ: str) -> None:
     assert verifier.verify(t.mint(header={"typ": typ})).principal == "alice"
+
+
+# The signature cache: a token checked once is not verified again, but nothing that can
+# change between two calls is remembered.
+
+
+def test_a_token_checked_once_is_still_refused_once_revoked(key: SigningKey) -> None:
+    state = t.revocation_state(key)
+    verifier = t.verifier(key, state=state)
+    token = t.mint(key)
+    assert verifier.verify(token).principal == "alice"
+    revoking = t.snapshot(2, tokens={"jti-alice-0001": NOW + HOUR})
+    state.accept(sign_snapshot(revoking, key), t.key_set(key), issuer=t.ISSUER, now=NOW)
+    assert _reason(verifier, token) == "revoked"
+
+
+def test_a_token_checked_once_still_expires(key: SigningKey) -> None:
+    verifier = t.verifier(key)
+    token = t.mint(key)
+    assert verifier.verify(token, now=NOW).principal == "alice"
+    with pytest.raises(TokenError) as caught:
+        verifier.verify(token, now=NOW + HOUR + 61)
+    assert caught.value.reason == "expired"
+
+
+def test_a_token_checked_once_is_refused_when_its_key_leaves_the_set(
+    key: SigningKey, other_key: SigningKey
+) -> None:
+    verifier = t.verifier(key)
+    token = t.mint(key)
+    assert verifier.verify(token).principal == "alice"
+    verifier.keys = t.key_set(other_key)
+    assert _reason(verifier, token) == "unknown_kid"
+
+
+def test_a_refreshed_key_set_checks_the_signature_again(key: SigningKey) -> None:
+    verifier = t.verifier(key)
+    token = t.mint(key)
+    verifier.verify(token)
+    verifier.keys = KeySet.from_jwks(t.key_set(key).to_jwks())  # as a JWKS refresh does
+    assert verifier._checked[token][2] is not verifier.keys.get(key.kid)
+    assert verifier.verify(token).principal == "alice"
+    assert verifier._checked[token][2] is verifier.keys.get(key.kid)
+
+
+def test_the_cache_stays_bounded(key: SigningKey) -> None:
+    verifier = t.verifier(key)
+    for number in range(SIGNATURE_CACHE + 10):
+        verifier.verify(t.mint(key, jti=f"jti-{number:06d}"))
+    assert len(verifier._checked) == SIGNATURE_CACHE

@@ -312,3 +312,20 @@ async def test_deeply_nested_json_is_a_parse_error_not_a_crash(node: Harness) ->
     response = await node.post(None, raw=b"[" * 100_000 + b"]" * 100_000)
     assert response.status_code == 400
     assert error_of(response.json()) == (-32700, "parse_error")
+
+
+@pytest.mark.parametrize("tool", ["note_read", "note_create"])
+async def test_a_lone_surrogate_in_an_argument_gets_a_clean_answer(
+    node: Harness, tool: str
+) -> None:
+    # JSON lets a client write "\ud800"; whatever the tool says back must still be JSON.
+    raw = (
+        b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "'
+        + tool.encode()
+        + b'", "arguments": {"path": "x\\ud800y", "content": "c"}}}'
+    )
+    response = await node.post(None, raw=raw)
+    assert response.status_code == 200
+    reply = json.loads(response.content)
+    assert reply["id"] == 7
+    assert reply["result"]["isError"] is True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import given
@@ -62,3 +63,28 @@ def test_fit_always_ends_within_the_limit(result: dict[str, Any]) -> None:
 def test_primary_count_is_the_length_of_the_first_list() -> None:
     assert primary_count({"vault": "v", "hits": [1, 2], "other": [1]}) == 2
     assert primary_count({"vault": "v"}) is None
+
+
+def _nest(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(children, max_size=4) | st.dictionaries(st.text(), children, max_size=4)
+
+
+SCALARS = st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.text()
+FLOATS = st.floats(allow_nan=False, allow_infinity=False)
+
+
+@given(st.recursive(SCALARS, _nest, max_leaves=30))
+def test_encode_writes_what_the_standard_library_writes(value: Any) -> None:
+    # The fast encoder must not change a byte of the text content the spec fixes (§7.6):
+    # indented JSON, UTF-8, lone surrogates included (they take the slow path).
+    assert encode(value) == json.dumps(value, ensure_ascii=False, indent=2)
+
+
+@given(st.recursive(SCALARS | FLOATS, _nest, max_leaves=30))
+def test_encode_round_trips_numbers_exactly(value: Any) -> None:
+    # Floats may be spelled differently (1e-07 or 1e-7); their value may not change.
+    assert json.loads(encode(value)) == value
+
+
+def test_a_lone_surrogate_a_client_sent_is_written_the_slow_way() -> None:
+    assert encode({"path": "a\ud800b"}) == '{\n  "path": "a\ud800b"\n}'

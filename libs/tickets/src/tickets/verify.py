@@ -7,6 +7,7 @@ for a particular tool is a 403 (InsufficientScopeError, from `Ticket.require`).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -22,6 +23,11 @@ from tickets.scopes import Permissions, Role, ToolKind, needed, role_cap
 
 DEFAULT_SKEW = 60
 REFRESH_INTERVAL = 30.0
+SIGNATURE_CACHE = 4096
+"""Tokens whose signature and JSON were checked, remembered with their claims: an agent
+sends the same token with every call, and an Ed25519 verification costs a fifth of a
+millisecond. Everything that can change — the key set, the time window, the revocation
+snapshot and its staleness — is still checked on every call."""
 Refresh = Callable[[], KeySet | None]
 """Returns a fresh key set (the node fetched the JWKS) or None if it could not; it must
 not raise. The verifier calls it at most once per `refresh_interval`."""
@@ -110,6 +116,8 @@ class Verifier:
         self.typ = typ
         self.clock = clock
         self._last_refresh: float | None = None
+        self._checked: dict[str, tuple[Claims, str, PublicKey]] = {}
+        self._checked_lock = threading.Lock()
 
     def verify(self, token: str, *, now: float | None = None) -> Ticket:
         """Run every check in order; return the Ticket or raise TokenError(reason)."""
@@ -120,11 +128,25 @@ class Verifier:
         if header.alg != jws.ALG:
             _refuse("bad_alg", f"alg {header.alg!r}, only {jws.ALG} is accepted")
         key = self._key(header.kid, now)
-        payload = jws.loads(jws.verify_signature(token, key, max_bytes=self.max_bytes))
-        claims = _claims(payload)
+        claims = self._signed_claims(token, header.kid, key)
         self._check_claims(claims, now)
         stale = self._check_revocation(claims, header.kid, now)
         return _ticket(claims, header.kid, stale=stale)
+
+    def _signed_claims(self, token: str, kid: str, key: PublicKey) -> Claims:
+        """The claims of a token signed by `key`: from the cache when this very token was
+        checked with this very key object (a refreshed key set starts afresh), else by
+        verifying the signature and reading the payload strictly."""
+        known = self._checked.get(token)
+        if known is not None and known[1] == kid and known[2] is key:
+            return known[0]
+        payload = jws.loads(jws.verify_signature(token, key, max_bytes=self.max_bytes))
+        claims = _claims(payload)
+        with self._checked_lock:
+            if len(self._checked) >= SIGNATURE_CACHE:
+                del self._checked[next(iter(self._checked))]
+            self._checked[token] = (claims, kid, key)
+        return claims
 
     def _key(self, kid: str, now: float) -> PublicKey:
         key = self.keys.get(kid, now)

@@ -12,6 +12,7 @@ from importlib.metadata import version as package_version
 from typing import Any
 from urllib.parse import urlsplit
 
+import orjson
 import structlog
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -43,11 +44,20 @@ NO_STORE = {"Cache-Control": "no-store"}
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     return Response(
-        json.dumps(body, ensure_ascii=False),
+        _dumps(body),
         status_code=status,
         media_type="application/json",
         headers={**NO_STORE, **(headers or {})},
     )
+
+
+def _dumps(body: Any) -> bytes:
+    """Compact UTF-8 JSON; what orjson refuses (a lone surrogate a client sent as
+    `\\ud800` and a tool echoes) is written with escapes, still valid JSON."""
+    try:
+        return orjson.dumps(body)
+    except (orjson.JSONEncodeError, TypeError):
+        return json.dumps(body).encode("ascii")
 
 
 def rpc_error(ident: Any, rpc_code: int, code: str, message: str, **data: Any) -> dict[str, Any]:

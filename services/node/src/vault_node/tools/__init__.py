@@ -29,7 +29,7 @@ from vault_node.errors import (
 )
 from vault_node.tools import capture, history, maint, read, write
 from vault_node.tools.base import Call, Context, Param, Tool, check_arguments, suggest, text
-from vault_node.tools.shape import WRITE_ONLY_NOTICE, encode, fit, primary_count, redact
+from vault_node.tools.shape import WRITE_ONLY_NOTICE, encode_bytes, fit, primary_count, redact
 
 log = structlog.get_logger("vault_node")
 
@@ -164,11 +164,13 @@ def _success(payload: dict[str, Any], ctx: Context, audit: _Audit) -> dict[str, 
         redacted = redact(payload)
         if redacted != payload:
             payload = {**redacted, "notice": WRITE_ONLY_NOTICE}
-    payload, truncated = fit(payload, ctx.config.max_response_bytes)
-    body = encode(payload)
-    audit.results(primary_count(payload), len(body.encode("utf-8")), truncated)
+    body = encode_bytes(payload)
+    payload, truncated = fit(payload, ctx.config.max_response_bytes, len(body))
+    if truncated:
+        body = encode_bytes(payload)
+    audit.results(primary_count(payload), len(body), truncated)
     return {
-        "content": [{"type": "text", "text": body}],
+        "content": [{"type": "text", "text": body.decode("utf-8", "surrogatepass")}],
         "structuredContent": payload,
         "isError": False,
     }
