@@ -449,3 +449,12 @@ def test_the_cache_stays_bounded(key: SigningKey) -> None:
     for number in range(SIGNATURE_CACHE + 10):
         verifier.verify(t.mint(key, jti=f"jti-{number:06d}"))
     assert len(verifier._checked) == SIGNATURE_CACHE
+
+
+def test_needs_no_fetch_only_for_a_known_key_or_a_hopeless_header(
+    key: SigningKey, other_key: SigningKey
+) -> None:
+    verifier = t.verifier(key)
+    assert verifier.needs_no_fetch(t.mint(key))
+    assert not verifier.needs_no_fetch(t.mint(other_key))
+    assert verifier.needs_no_fetch("not.a-token")

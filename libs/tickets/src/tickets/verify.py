@@ -133,6 +133,15 @@ class Verifier:
         stale = self._check_revocation(claims, header.kid, now)
         return _ticket(claims, header.kid, stale=stale)
 
+    def needs_no_fetch(self, token: str) -> bool:
+        """True when verifying `token` cannot fetch keys (its `kid` is known, or its header
+        is refused anyway): the caller may then verify it without leaving its thread."""
+        try:
+            kid = jws.read_header(token, max_bytes=self.max_bytes).kid
+        except TokenError:
+            return True
+        return self.keys.get(kid, self.clock()) is not None
+
     def _signed_claims(self, token: str, kid: str, key: PublicKey) -> Claims:
         """The claims of a token signed by `key`: from the cache when this very token was
         checked with this very key object (a refreshed key set starts afresh), else by
