@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from tickets import (
+    CheckpointError,
     RevocationSnapshot,
     RevocationState,
     RollbackError,
@@ -215,3 +218,35 @@ def test_snapshot_with_ten_thousand_revoked_grants_round_trips(key: SigningKey) 
     token = sign_snapshot(snapshot, key)
     assert len(token) > jws.MAX_TOKEN_BYTES
     assert verify_snapshot(token, t.key_set(key), issuer=t.ISSUER)[0] == snapshot
+
+
+def test_the_state_keeps_the_signed_text_of_the_snapshot_it_holds(key: SigningKey) -> None:
+    state = RevocationState()
+    first = sign_snapshot(t.snapshot(1), key)
+    assert state.accept(first, t.key_set(key), issuer=t.ISSUER, now=NOW)
+    assert state.token == first
+    older_iat = sign_snapshot(t.snapshot(1, iat=NOW - 5), key)
+    assert not state.accept(older_iat, t.key_set(key), issuer=t.ISSUER, now=NOW)
+    assert state.token == first  # nothing changed, so the held text stays
+    state.update(t.snapshot(2), signed_by=key.kid, now=NOW)
+    assert state.token is None  # applied without its signed text: nothing to persist
+
+
+def test_a_restored_checkpoint_makes_an_older_one_an_alarm(key: SigningKey) -> None:
+    state = RevocationState()
+    state.restore_checkpoint(sign_checkpoint(key, 10, HEAD), t.key_set(key))
+    older = sign_checkpoint(key, 9, "cd" * 32)
+    _accept(state, key, t.snapshot(1, checkpoint=older))
+    assert state.checkpoint is not None
+    assert (state.checkpoint.seq, state.checkpoint_alarm) == (10, older)
+
+
+def test_a_restored_checkpoint_must_verify_again(key: SigningKey, other_key: SigningKey) -> None:
+    state = RevocationState()
+    with pytest.raises(CheckpointError) as unknown:
+        state.restore_checkpoint(sign_checkpoint(other_key, 10, HEAD), t.key_set(key))
+    forged = replace(sign_checkpoint(key, 10, HEAD), seq=11)
+    with pytest.raises(CheckpointError) as bad:
+        state.restore_checkpoint(forged, t.key_set(key))
+    assert (unknown.value.reason, bad.value.reason) == ("unknown_kid", "bad_signature")
+    assert state.checkpoint is None

@@ -35,8 +35,15 @@ async def test_healthz_is_public_and_names_no_user_vault_or_note(node: Harness) 
         "uptime_seconds",
         "protocol_versions",
         "revocation_age_seconds",
+        "revocation_seq",
+        "audit_checkpoint_seq",
+        "audit_checkpoint_rollback",
+        "heartbeat_age_seconds",
         "stateless",
     }
+    assert health["revocation_seq"] == 1
+    assert health["audit_checkpoint_rollback"] is None
+    assert health["heartbeat_age_seconds"] is None  # no center to report to
     assert "default" not in response.text
     assert "alice" not in response.text
 

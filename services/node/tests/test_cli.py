@@ -76,6 +76,20 @@ def test_validate_accepts_a_good_configuration(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "configuration ok: serving https://node-a.test/mcp" in result.stdout
     assert "1 trusted key(s)" in result.stdout
+    assert "heartbeat: off" in result.stdout
+
+
+def test_validate_reports_the_heartbeat_without_its_credential(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path,
+        center_url="https://center.test",
+        node_id="node-a",
+        node_credential="sbn_not-a-real-credential-but-long-enough",
+    )
+    result = run("validate", "--config", str(config), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "heartbeat: node node-a to https://center.test every 30s" in result.stdout
+    assert "sbn_" not in result.stdout + result.stderr
 
 
 def test_validate_names_every_problem_and_exits_2(tmp_path: Path) -> None:

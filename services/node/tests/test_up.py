@@ -157,7 +157,7 @@ def mcp(url: str, token: str, method: str, params: dict[str, Any], ident: int) -
 
 def secrets_of(data_dir: Path) -> list[str]:
     center = data_dir / "center"
-    names = ("admin.token", "signing.secret", "owner.credential")
+    names = ("admin.token", "signing.secret", "owner.credential", "node.credential")
     return [(center / name).read_text().strip() for name in names]
 
 
@@ -180,6 +180,24 @@ def test_the_printed_url_and_token_work_for_an_mcp_client(running: Up) -> None:
     assert not found["isError"], found
     paths = {hit["path"] for hit in found["structuredContent"]["hits"]}
     assert "raw/2026-03-02-retro.md" in paths
+
+
+def test_the_center_lists_the_vaults_with_the_nodes_mcp_url(running: Up, tmp_path: Path) -> None:
+    url = re.search(r"MCP URL:\s+(\S+)", running.output)
+    center = re.search(r"center\s+(http://\S+)", running.output)
+    assert url
+    assert center
+    admin = (tmp_path / "data" / "center" / "admin.token").read_text().strip()
+    listed = httpx.get(
+        f"{center[1]}/v1/vaults", headers={"Authorization": f"Bearer {admin}"}, timeout=30.0
+    ).json()["vaults"]
+    assert {v["name"]: (v["node"], v["mcp_url"]) for v in listed} == {
+        "default": ("local", url[1]),
+        "demo": ("local", url[1]),
+    }
+    credential = tmp_path / "data" / "center" / "node.credential"
+    assert credential.stat().st_mode & 0o777 == 0o600
+    assert "node_credential" not in (tmp_path / "data" / "node.yaml").read_text()
 
 
 def test_the_output_has_a_snippet_for_each_client_and_no_other_secret(

@@ -147,24 +147,37 @@ class RevocationState:
     """The newest snapshot a node holds (None until the first one arrives).
 
     Keeps the highest audit checkpoint too; a snapshot carrying an older or different
-    one is still applied, but the offending checkpoint is kept in `checkpoint_alarm`."""
+    one is still applied, but the offending checkpoint is kept in `checkpoint_alarm`.
+    `token` is the held snapshot as it was signed, so a node can persist exactly that
+    and verify it again after a restart."""
 
     def __init__(self) -> None:
         self.snapshot: RevocationSnapshot | None = None
         self.signed_by: str | None = None
+        self.token: str | None = None
         self.checkpoint: Checkpoint | None = None
         self.checkpoint_alarm: Checkpoint | None = None
 
     def accept(self, token: str, keys: KeySet, *, issuer: str, now: float | None = None) -> bool:
         """Verify and apply a snapshot JWS; True if the state changed."""
         snapshot, kid = verify_snapshot(token, keys, issuer=issuer)
-        return self.update(snapshot, signed_by=kid, now=now)
+        changed = self.update(snapshot, signed_by=kid, now=now)
+        if changed:
+            self.token = token
+        return changed
+
+    def restore_checkpoint(self, checkpoint: Checkpoint, keys: KeySet) -> None:
+        """Hold a checkpoint kept from an earlier run, once its signature verifies again
+        (CheckpointError if not): a later snapshot carrying an older one raises the alarm."""
+        verify_checkpoint(checkpoint, keys)
+        self._track_checkpoint(checkpoint)
 
     def update(
         self, snapshot: RevocationSnapshot, *, signed_by: str, now: float | None = None
     ) -> bool:
         """Apply a verified snapshot: newer seq replaces, same seq only refreshes `iat`,
-        lower seq raises RollbackError; True if the state changed."""
+        lower seq raises RollbackError; True if the state changed (`token` is then
+        cleared: only `accept` knows the signed text)."""
         now = time.time() if now is None else now
         if snapshot.iat > now + SKEW:
             raise SnapshotError("not_yet_valid", f"iat {snapshot.iat} is in the future")
@@ -179,7 +192,7 @@ class RevocationState:
                     raise SnapshotError("conflict", f"two different snapshots for seq {held.seq}")
                 if snapshot.iat <= held.iat:
                     return False
-        self.snapshot, self.signed_by = snapshot, signed_by
+        self.snapshot, self.signed_by, self.token = snapshot, signed_by, None
         self._track_checkpoint(snapshot.checkpoint)
         return True
 

@@ -2,7 +2,7 @@
 
 `create_app` wires what the node holds (the vault library, the token verifier and its
 revocation feed) into the routes; the lifespan opens and closes them and runs the
-background jobs (revocation polling, trash purge).
+background jobs (revocation polling, the heartbeat to the center, trash purge).
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ from starlette.routing import Route
 from tickets import Verifier
 from vault_core import Identity, Library, Settings
 from vault_core.vault import rfc3339
-from vault_node import auth, metrics, rpc
+from vault_node import auth, feed, metrics, rpc
 from vault_node.config import NodeConfig
+from vault_node.heartbeat import Heartbeat, Placements, PlacingLibrary
 from vault_node.metrics import Metrics
 from vault_node.ratelimit import Buckets
 from vault_node.reload import Reloader
@@ -52,10 +53,12 @@ class Node:
         config_path: Path | None = None,
     ) -> None:
         self.config = config
-        self.feed: auth.RevocationFeed | None = None
+        self.feed: feed.RevocationFeed | None = None
         if verifier is None:
-            verifier, self.feed = auth.build_verifier(config)
+            verifier, self.feed = feed.build_verifier(config)
         self.verifier = verifier
+        self.placements = Placements()
+        self.heartbeat: Heartbeat | None = None
         self.buckets = Buckets(config.rate_limit)
         self.metrics = Metrics(self) if config.metrics else None
         self._library = library
@@ -79,18 +82,25 @@ class Node:
             git_token=config.git_token or None,
             watch=config.watch,
         )
-        return Library(config.data_dir, settings, config.default_vault).open_all()
+        return PlacingLibrary(
+            config.data_dir, settings, config.default_vault, placements=self.placements
+        ).open_all()
 
     async def start(self) -> None:
         if self._library is None:
             self._library = await run_in_threadpool(self.open_library)
         if self.feed is not None:
-            if not await run_in_threadpool(self.feed.poll_once):
+            await run_in_threadpool(self.feed.restore)
+            polled = await run_in_threadpool(self.feed.poll_once)
+            if not polled and self.verifier.revocation.snapshot is None:
                 log.error(
                     "revocation_unavailable",
                     detail="every token is refused until a revocation snapshot arrives",
                 )
             self._jobs.append(asyncio.create_task(self.feed.run()))
+        if self.config.heartbeat:
+            self.heartbeat = Heartbeat(self, self.placements)
+            self._jobs.append(asyncio.create_task(self.heartbeat.run()))
         self._jobs.append(asyncio.create_task(self._purge_trash_forever()))
         if self.reloader is not None:
             self.reloader.on_sighup()
@@ -136,7 +146,9 @@ class Node:
         return removed
 
     def health(self) -> dict[str, object]:
-        age = self.verifier.revocation.age()
+        state = self.verifier.revocation
+        age = state.age()
+        beat = self.heartbeat.age() if self.heartbeat is not None else None
         return {
             "status": "ok",
             "version": package_version("secondbrain"),
@@ -146,6 +158,10 @@ class Node:
             "uptime_seconds": int(time.monotonic() - self._clock),
             "protocol_versions": list(rpc.SUPPORTED_VERSIONS),
             "revocation_age_seconds": None if age is None else round(age, 1),
+            "revocation_seq": state.seq,
+            "audit_checkpoint_seq": state.checkpoint.seq if state.checkpoint else None,
+            "audit_checkpoint_rollback": feed.alarm_report(state),
+            "heartbeat_age_seconds": None if beat is None else round(beat, 1),
             "stateless": True,
         }
 
@@ -171,6 +187,7 @@ def create_app(
 
     app = FastAPI(lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.node = node
+    app.add_middleware(rpc.PostEndpoint)  # innermost: CORS and metrics still wrap it
     app.add_middleware(
         CORSMiddleware,
         allow_origins=config.allowed_origins or ["*"],

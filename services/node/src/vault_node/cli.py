@@ -16,6 +16,7 @@ from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import Annotated, Any
 
+import httpx
 import typer
 import uvicorn
 from rich.console import Console
@@ -194,6 +195,30 @@ def _server(asgi: Any, host: str, port: int) -> uvicorn.Server:
 
 
 @app.command()
+def healthcheck(
+    url: Annotated[
+        str, typer.Argument(help="The node's health URL.")
+    ] = "http://127.0.0.1:2020/healthz",
+) -> None:
+    """Exit 0 if URL answers 200 with status ok, else 1: a container HEALTHCHECK that
+    needs no shell and no curl in the image."""
+    problem = _unhealthy(url)
+    print("healthy" if problem is None else f"unhealthy: {problem}")
+    raise typer.Exit(0 if problem is None else 1)
+
+
+def _unhealthy(url: str) -> str | None:
+    try:
+        answer = httpx.get(url, timeout=5.0)
+        body = answer.json() if answer.status_code == 200 else None
+    except (httpx.HTTPError, ValueError) as exc:
+        return type(exc).__name__
+    if answer.status_code != 200:
+        return f"HTTP {answer.status_code}"
+    return None if isinstance(body, dict) and body.get("status") == "ok" else "status is not ok"
+
+
+@app.command()
 def validate(config_path: ConfigPath = None) -> None:
     """Check the configuration (and the key file it names) without starting the node."""
     config = load_config(config_path)
@@ -203,6 +228,7 @@ def validate(config_path: ConfigPath = None) -> None:
         f"{len(keys)} trusted key(s), issuer {config.issuer}"
     )
     print(config.metrics_summary())
+    print(config.heartbeat_summary())
 
 
 @app.command()

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 import yaml
-from pydantic import ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from vault_core.paths import VAULT_NAME
@@ -24,6 +24,10 @@ MIN_RESPONSE_BYTES = 4096
 _DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _LEVELS = ("debug", "info", "warn", "error")
+_NODE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+STATE_DIR = ".node"
+"""The node's own state under `data_dir` unless `state_dir` says otherwise; a dot folder is
+never taken for a vault."""
 
 
 def parse_duration(text: str) -> float:
@@ -74,6 +78,10 @@ class NodeConfig(BaseSettings):
     revocation_poll: str = "10s"
     max_stale: str = "120s"
     read_when_stale: bool = False
+    state_dir: Path | None = None
+    node_id: str = ""
+    node_credential: str = Field("", repr=False)
+    heartbeat_interval: str = "30s"
     git: bool = True
     git_remote: str = ""
     git_token: str = ""
@@ -123,12 +131,15 @@ class NodeConfig(BaseSettings):
     @model_validator(mode="after")
     def _check(self) -> NodeConfig:
         problems = [*self._url_problems(), *self._value_problems(), *self._key_problems()]
+        problems += self._heartbeat_problems()
         if self.metrics:
             problems += self._metrics_problems()
         if problems:
             raise ValueError("\n".join(problems))
         if not self.issuer:
             self.issuer = self.center_url
+        if self.state_dir is None:
+            self.state_dir = self.data_dir / STATE_DIR
         return self
 
     def _url_problems(self) -> list[str]:
@@ -156,7 +167,9 @@ class NodeConfig(BaseSettings):
             found.append("rate_limit must be at least 1 call a minute")
         if self.max_response_bytes < MIN_RESPONSE_BYTES:
             found.append(f"max_response_bytes must be at least {MIN_RESPONSE_BYTES}")
-        for name in ("revocation_poll", "max_stale", "trash_retention"):
+        if self.state_dir is not None and not self.state_dir.is_absolute():
+            found.append(f"state_dir {str(self.state_dir)!r} must be an absolute path")
+        for name in ("revocation_poll", "max_stale", "trash_retention", "heartbeat_interval"):
             try:
                 if parse_duration(getattr(self, name)) <= 0:
                     found.append(f"{name} must be positive")
@@ -173,6 +186,30 @@ class NodeConfig(BaseSettings):
         if not self.issuer and not self.center_url:
             found.append("set issuer: the `iss` of the center's tokens")
         return found
+
+    def _heartbeat_problems(self) -> list[str]:
+        """The heartbeat needs the center, this node's id and its credential, all three;
+        the credential (`env:`/`file:`) is resolved here."""
+        if not (self.node_id or self.node_credential):
+            return []
+        found = []
+        if not self.center_url:
+            found.append("node_id and node_credential need center_url (the heartbeat's target)")
+        if not _NODE_ID.fullmatch(self.node_id):
+            found.append("node_id must be the id the center registered: 1-64 of A-Z a-z 0-9 - _")
+        if not self.node_credential:
+            found.append("node_credential is missing: give the one `node add` printed")
+            return found
+        try:
+            self.node_credential = resolve_secret(self.node_credential)
+        except ValueError as exc:
+            found.append(f"node_credential: {exc}")
+        return found
+
+    @property
+    def heartbeat(self) -> bool:
+        """Whether this node reports to the center (a validated config has all three)."""
+        return bool(self.center_url and self.node_id and self.node_credential)
 
     def _metrics_problems(self) -> list[str]:
         """Spec §16.3: only checked when the endpoint is on; the key is resolved here."""
@@ -197,6 +234,15 @@ class NodeConfig(BaseSettings):
         where = self.metrics_listen or "the main listener"
         key = "key required" if self.metrics_key else "no key"
         return f"metrics: {self.metrics_path} on {where}, {key}"
+
+    def heartbeat_summary(self) -> str:
+        """One line for `secondbrain validate`: whether and where the node reports itself."""
+        if not self.node_id:
+            return "heartbeat: off (no node_id; the center will not list this node's vaults)"
+        return (
+            f"heartbeat: node {self.node_id} to {self.center_url} every "
+            f"{self.heartbeat_interval}, credential set"
+        )
 
     @property
     def resource(self) -> str:

@@ -2,7 +2,8 @@
 
 Labels come from small fixed sets only (tool names, outcomes, a fixed path list, vault
 names); no metric carries a note path, a title, a tag or a user. Beyond the spec, tool
-latency is a histogram per tool. Vault figures are read from the index at scrape time.
+latency is a histogram per tool. Vault figures are read from the index at scrape time, and
+so are the revocation feed's and the heartbeat's (their age, seq and counters).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import structlog
 from fastapi import Request
 from fastapi.responses import Response
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from starlette.concurrency import run_in_threadpool
 
@@ -122,6 +123,67 @@ class _NodeCollector(Collector):
             value=int(time.monotonic() - self.started),
         )
         yield from self._vaults()
+        yield from self._revocation()
+        yield from self._heartbeat()
+
+    def _revocation(self) -> Iterator[Metric]:
+        state = self.node.verifier.revocation
+        if (age := state.age()) is not None:
+            yield GaugeMetricFamily(
+                "secondbrain_revocation_age_seconds",
+                "Age of the revocation snapshot held (absent before the first).",
+                value=age,
+            )
+            yield GaugeMetricFamily(
+                "secondbrain_revocation_seq",
+                "Seq of the revocation snapshot held.",
+                value=state.seq,
+            )
+        if state.checkpoint is not None:
+            yield GaugeMetricFamily(
+                "secondbrain_audit_checkpoint_seq",
+                "Seq of the highest audit checkpoint held.",
+                value=state.checkpoint.seq,
+            )
+        yield GaugeMetricFamily(
+            "secondbrain_audit_checkpoint_rollback",
+            "1 once the center offered an older or different audit checkpoint (latched).",
+            value=0 if state.checkpoint_alarm is None else 1,
+        )
+        feed = self.node.feed
+        if feed is None:
+            return
+        polls = CounterMetricFamily(
+            "secondbrain_revocation_polls",
+            "Revocation polls by outcome (ok, fetch_failed, refused).",
+            labels=["outcome"],
+        )
+        for outcome, count in feed.polls.items():
+            polls.add_metric([outcome], count)
+        yield polls
+        yield CounterMetricFamily(
+            "secondbrain_audit_checkpoint_rollbacks",
+            "Audit checkpoint rollbacks detected (each offending checkpoint once).",
+            value=feed.rollbacks,
+        )
+
+    def _heartbeat(self) -> Iterator[Metric]:
+        beat = self.node.heartbeat
+        if beat is None:
+            return
+        sent = CounterMetricFamily(
+            "secondbrain_heartbeats", "Heartbeats to the center by outcome (ok, failed).",
+            labels=["outcome"],
+        )  # fmt: skip
+        for outcome, count in beat.sent.items():
+            sent.add_metric([outcome], count)
+        yield sent
+        if (age := beat.age()) is not None:
+            yield GaugeMetricFamily(
+                "secondbrain_heartbeat_age_seconds",
+                "Seconds since the last heartbeat the center accepted.",
+                value=age,
+            )
 
     def _vaults(self) -> Iterator[Metric]:
         families = {

@@ -41,6 +41,7 @@ FIXED = (
     "git_email",
     "watch",
     "revocation_poll",
+    "state_dir",
     "log_level",
 )
 

@@ -16,6 +16,7 @@ import orjson
 import structlog
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from vault_node import instructions, tools
 from vault_node.auth import AuthFailure, authenticate, forbidden, unauthorized
@@ -76,7 +77,23 @@ def transport_error(status: int, error: str, message: str, **headers: str) -> Re
 router = APIRouter()
 
 
-@router.post("/mcp")
+class PostEndpoint:
+    """`POST /mcp` as bare ASGI, inside the CORS middleware but past FastAPI's routing,
+    exception and dependency layers: on a call that itself takes a few hundred
+    microseconds, those layers cost as much again (bench/bench_node.py measures it).
+    Everything else (GET/DELETE /mcp, health, metadata) goes on to the router."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == "/mcp":
+            response = await post_mcp(Request(scope, receive))
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
 async def post_mcp(request: Request) -> Response:
     node = request.app.state.node
     config: NodeConfig = node.config

@@ -1,8 +1,10 @@
 """`secondbrain up`: a center and one node on loopback, with a demo vault and a ready token.
 
-The signing secret, the operator's admin token and the owner's credential are made once and
-kept in 0600 files under `<data-dir>/center`; they reach the children through the
-environment only. The one secret ever printed is the bearer token the client needs.
+The signing secret, the operator's admin token, the owner's and the node's credentials are
+made once and kept in 0600 files under `<data-dir>/center`; they reach the children through
+the environment only. The node is registered with the center and sends it heartbeats, so
+the center's vault directory names the node's MCP URL. The one secret ever printed is the
+bearer token the client needs.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from vault_core import layouts
 
 LOOPBACK = "127.0.0.1"
 OWNER = "owner"
+NODE_ID = "local"
 TOKEN_MINUTES = 90 * 24 * 60  # the longest agent token the center signs
 START_DEADLINE = 60.0
 STOP_TIMEOUT = 10.0
@@ -135,6 +138,7 @@ def write_node_config(place: Place) -> Path:
         "listen": f"{LOOPBACK}:{place.node_port}",
         "data_dir": str(place.vaults),
         "center_url": place.center_url,
+        "node_id": NODE_ID,  # its credential comes through the environment
     }
     if (place.vaults / "demo").is_dir():
         # A first question ("what is in here?") should find the demo notes without naming a vault.
@@ -212,14 +216,20 @@ class Children:
                 process.wait()
 
 
-def wait_ready(children: Children, url: str, ready: Callable[[dict[str, Any]], bool]) -> None:
+def wait_ready(
+    children: Children,
+    url: str,
+    ready: Callable[[dict[str, Any]], bool],
+    bearer: str | None = None,
+) -> None:
     """Poll `url` until it answers 200 and `ready`; fail early if a child exits."""
     deadline = time.monotonic() + START_DEADLINE
+    headers = {"Authorization": f"Bearer {bearer}"} if bearer else {}
     while time.monotonic() < deadline:
         if problem := children.exited():
             raise UpError(problem)
         try:
-            answer = httpx.get(url, timeout=2.0)
+            answer = httpx.get(url, timeout=2.0, headers=headers)
             if answer.status_code == 200 and ready(answer.json()):
                 return
         except (httpx.HTTPError, ValueError):
@@ -264,6 +274,28 @@ def owner_credential(place: Place, admin_token: str) -> str:
         created = expect(answer, 200, "rotate the owner's credential")
     else:
         created = expect(answer, 201, "create the owner member")
+    return private_file(path, lambda: str(created["credential"]))
+
+
+def node_credential(place: Place, admin_token: str, vaults: list[str]) -> str:
+    """The node's credential: reused while the center knows it for this node's URL, else
+    the node is registered (again) and the new credential kept."""
+    path = place.center_dir / "node.credential"
+    listed = expect(call("GET", f"{place.center_url}/v1/nodes", admin_token), 200, "list nodes")
+    registered = next((n for n in listed["nodes"] if n["id"] == NODE_ID), None)
+    if path.exists() and registered and registered["resource"] == place.mcp_url:
+        kept = path.read_text(encoding="utf-8").strip()
+        beat = call("POST", f"{place.center_url}/v1/nodes/heartbeat", kept, {"vaults": vaults})
+        if beat.status_code == 200 and beat.json().get("node") == NODE_ID:
+            return kept
+    path.unlink(missing_ok=True)
+    if registered:  # its credential file was lost, or it served another port
+        gone = call("DELETE", f"{place.center_url}/v1/nodes/{NODE_ID}", admin_token)
+        expect(gone, 200, "remove the node's stale registration")
+    body = {"id": NODE_ID, "resource": place.mcp_url}
+    created = expect(
+        call("POST", f"{place.center_url}/v1/nodes", admin_token, body), 201, "register the node"
+    )
     return private_file(path, lambda: str(created["credential"]))
 
 
@@ -363,13 +395,24 @@ def start_services(place: Place, children: Children) -> dict[str, Any]:
     config = write_node_config(place)
     children.start("center", "center.cli", ["serve"], env)
     wait_ready(children, f"{place.center_url}/healthz", lambda body: body.get("status") == "ok")
-    minted = node_token(place, owner_credential(place, env["SECONDBRAIN_CENTER_ADMIN_TOKEN"]))
-    children.start("node", "vault_node.cli", ["serve", "--config", str(config)], {})
+    admin = env["SECONDBRAIN_CENTER_ADMIN_TOKEN"]
+    minted = node_token(place, owner_credential(place, admin))
+    secret = {"SECONDBRAIN_NODE_CREDENTIAL": node_credential(place, admin, vaults)}
+    children.start("node", "vault_node.cli", ["serve", "--config", str(config)], secret)
     # The node refuses every token until it holds a revocation snapshot.
     wait_ready(
         children,
         f"{place.node_url}/healthz",
         lambda body: body.get("revocation_age_seconds") is not None,
+    )
+    # Its first heartbeat tells the center which vaults it serves, at which URL.
+    wait_ready(
+        children,
+        f"{place.center_url}/v1/vaults",
+        lambda body: (
+            {v["name"] for v in body["vaults"] if v["mcp_url"] == place.mcp_url} >= set(vaults)
+        ),
+        bearer=admin,
     )
     return summary(place, children, vaults, minted)
 
