@@ -1,0 +1,37 @@
+"""What one running center app keeps for OAuth: its metadata, derived keys, the login
+helper and the per-IP rate limits (in memory, per process, like the spec's)."""
+
+from __future__ import annotations
+
+from center.config import parse_rate
+from center.oauth import keys, metadata
+from center.oauth.authorize import FormTokens
+from center.oauth.limits import RateLimiter
+from center.oauth.login import Login
+from center.oauth.token import Minter
+from center.runtime import Center
+
+REGISTRATIONS = (20, 3600)
+"""Client registrations per source IP: 20 an hour (spec §5.3)."""
+
+
+class OAuthServer:
+    def __init__(self, center: Center) -> None:
+        settings = center.settings
+        secret = settings.secret.get_secret_value()
+        self.center = center
+        self.metadata = metadata.document(settings.issuer)
+        self.suffixes = metadata.suffixes(settings.issuer)
+        self.forms = FormTokens(keys.derive(secret, keys.FORM))
+        self.minter = Minter(
+            keyring=center.keyring,
+            issuer=settings.issuer,
+            configured=settings.oauth_resources,
+            access_seconds=settings.oauth_access_minutes * 60,
+            refresh_seconds=settings.oauth_refresh_days * 86400,
+            successor_key=keys.derive(secret, keys.SUCCESSOR),
+        )
+        self.login = Login(center.passwords)
+        clock = center.store.clock
+        self.login_limit = RateLimiter(*parse_rate(settings.login_rate_limit), clock=clock)
+        self.register_limit = RateLimiter(*REGISTRATIONS, clock=clock)
