@@ -12,8 +12,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from center import cli
 from center import testing as t
 from center.cli import app
+from center.remote import Remote
 from tickets import SigningKey, make_record, to_line
 
 runner = CliRunner()
@@ -290,3 +292,151 @@ def test_key_rotate_prints_a_fresh_secret_once() -> None:
     second = json.loads(invoke("key", "rotate", "--json").output)
     assert first["secret"] != second["secret"]
     assert SigningKey.from_secret(first["secret"]).kid == first["kid"]
+
+
+def _member_env(remote: dict[str, str], member_id: str, *args: str) -> dict[str, str]:
+    created = invoke("member", "add", member_id, "--vault", "team", *args, "--json", env=remote)
+    assert created.exit_code == 0, created.output
+    return {**remote, "SECONDBRAIN_CENTER_TOKEN": json.loads(created.output)["credential"]}
+
+
+def test_tokens_are_minted_listed_and_revoked(remote: dict[str, str]) -> None:
+    member = _member_env(remote, "rita", "--role", "editor", "--scope", "rw")
+    minted = invoke(
+        "token",
+        "issue",
+        "--resource",
+        t.RESOURCE,
+        "--scope",
+        "read",
+        "--days",
+        "30",
+        "--json",
+        env=member,
+    )
+    assert minted.exit_code == 0, minted.output
+    token = json.loads(minted.output)
+    assert token["token"].count(".") == 2
+    assert (token["scope"], token["subject"]) == ("read", "rita")
+    assert token["expires_at"] - token["created"] == 30 * 86_400
+    every = invoke("token", "list", env=remote)
+    assert token["jti"] in every.output
+    assert token["token"] not in every.output
+    own = json.loads(invoke("token", "list", "--as-member", "--json", env=member).output)
+    assert [row["jti"] for row in own["tokens"]] == [token["jti"]]
+    revoked = invoke("token", "revoke", token["jti"], "--as-member", "--json", env=member)
+    assert json.loads(revoked.output)["revoked"] is not None
+    again = invoke("token", "revoke", token["jti"], env=remote)
+    assert again.exit_code == 1
+    assert "error (conflict)" in again.output
+
+
+def test_token_issue_prints_the_token_once_for_people(remote: dict[str, str]) -> None:
+    member = _member_env(remote, "rita")
+    minted = invoke("token", "issue", "--resource", t.RESOURCE, "--minutes", "5", env=member)
+    assert minted.exit_code == 0, minted.output
+    line = next(x for x in minted.output.splitlines() if x.startswith("token: "))
+    assert line.removeprefix("token: ").count(".") == 2
+
+
+def test_token_issue_refuses_bad_lifetimes_before_calling(remote: dict[str, str]) -> None:
+    member = _member_env(remote, "rita")
+    both = invoke("token", "issue", "--minutes", "5", "--days", "1", env=member)
+    assert both.exit_code == 1
+    assert "not both" in both.output
+    too_long = invoke("token", "issue", "--days", "91", env=member)
+    assert too_long.exit_code != 0
+    listed = json.loads(invoke("token", "list", "--json", env=remote).output)
+    assert listed == {"tokens": []}
+
+
+def test_an_admin_issues_a_token_for_a_member(remote: dict[str, str]) -> None:
+    admin = _member_env(remote, "ada", "--role", "admin", "--scope", "rwd")
+    _member_env(remote, "rita", "--role", "editor", "--scope", "rw")
+    minted = invoke(
+        "token", "issue", "--resource", t.RESOURCE, "--member", "rita", "--json", env=admin
+    )
+    assert minted.exit_code == 0, minted.output
+    token = json.loads(minted.output)
+    assert (token["subject"], token["scope"]) == ("rita", "read write")
+    refused = invoke("token", "issue", "--resource", t.RESOURCE, "--member", "nobody", env=admin)
+    assert refused.exit_code == 1
+    assert "not_found" in refused.output
+
+
+def test_token_issue_needs_the_member_token(remote: dict[str, str]) -> None:
+    result = invoke("token", "issue", "--resource", t.RESOURCE, env=remote)
+    assert result.exit_code == 1
+    assert "SECONDBRAIN_CENTER_TOKEN" in result.output
+
+
+def test_audit_export_writes_a_private_file_that_verifies(
+    remote: dict[str, str], tmp_path: Path
+) -> None:
+    _member_env(remote, "rita")
+    invoke("member", "add", "otto", "--vault", "ops", env=remote)
+    path = tmp_path / "export.jsonl"
+    written = invoke("audit", "export", "--output", str(path), "--json", env=remote)
+    assert written.exit_code == 0, written.output
+    summary = json.loads(written.output)
+    assert summary["records"] == len(path.read_text().splitlines()) >= 3
+    assert summary["first_seq"] == 1
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert invoke("audit", "verify", str(path)).exit_code == 0
+    team = invoke("audit", "export", "--vault", "team", env=remote)
+    records = [json.loads(line) for line in team.output.splitlines()]
+    assert [(r["action"], r["subject"]) for r in records] == [("member.add", "rita")]
+    later = invoke("audit", "export", "--since", str(summary["last_seq"]), env=remote)
+    assert [json.loads(line)["seq"] for line in later.output.splitlines()] == [summary["last_seq"]]
+
+
+def test_audit_export_as_a_member_sees_only_its_vault(remote: dict[str, str]) -> None:
+    owner = _member_env(remote, "olga", "--role", "owner", "--scope", "all")
+    invoke("member", "add", "otto", "--vault", "ops", env=remote)
+    exported = invoke("audit", "export", "--as-member", env=owner)
+    assert exported.exit_code == 0, exported.output
+    vaults = {json.loads(line)["vault"] for line in exported.output.splitlines()}
+    assert vaults == {"team"}
+    reader = _member_env(remote, "rita")
+    refused = invoke("audit", "export", "--vault", "team", "--as-member", env=reader)
+    assert refused.exit_code == 1
+    assert "error (forbidden)" in refused.output
+
+
+def test_audit_head_is_signed_and_a_later_export_holds_it(
+    remote: dict[str, str], tmp_path: Path
+) -> None:
+    _member_env(remote, "rita")
+    shown = invoke("audit", "head", "--json", env=remote)
+    assert shown.exit_code == 0, shown.output
+    head = json.loads(shown.output)
+    assert head["kid"] == SigningKey.from_secret(t.SECRET).kid
+    assert head["head"] == f"{head['seq']}:{head['hash']}"
+    invoke("member", "add", "otto", "--vault", "ops", env=remote)
+    path = tmp_path / "export.jsonl"
+    invoke("audit", "export", "--output", str(path), env=remote)
+    assert invoke("audit", "verify", str(path), "--head", head["head"]).exit_code == 0
+    lines = path.read_text().splitlines()
+    path.write_text("".join(f"{line}\n" for line in lines[: head["seq"] - 1]))
+    cut = invoke("audit", "verify", str(path), "--head", head["head"], "--json")
+    assert json.loads(cut.output)["problem"] == "truncated"
+
+
+def test_audit_head_refuses_a_feed_signed_by_another_key(
+    remote: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    forged = {"keys": [SigningKey.generate().public.to_jwk()]}
+    center_url = remote["SECONDBRAIN_CENTER_URL"]
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/.well-known/jwks.json":
+            return httpx.Response(200, json=forged)
+        return httpx.Response(200, json=httpx.get(f"{center_url}{request.url.path}").json())
+
+    def impostor(url: str, **options: Any) -> Remote:
+        return Remote(url, transport=httpx.MockTransport(answer), **options)
+
+    monkeypatch.setattr(cli, "Remote", impostor)
+    result = invoke("audit", "head", env=remote)
+    assert result.exit_code == 1
+    assert "error (bad_snapshot)" in result.output

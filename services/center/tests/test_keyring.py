@@ -11,11 +11,13 @@ import pytest
 
 from center import testing as t
 from center.config import Settings
-from tickets import KeySet, SigningKey
+from center.errors import ConfigError
+from tickets import KeySet, RevocationState, SigningKey, TokenError
 from tickets.keys import b64url_decode, b64url_encode
 from tickets.verify import DEFAULT_SKEW
 
 NEW_SECRET = b64url_encode(bytes(range(32)))
+TOKEN_LIKE = "eyJhbGciOiJFZDI1NTE5In0.eyJzdWIiOiJ4In0.c2ln"
 
 
 def header_kid(token: str) -> str:
@@ -94,3 +96,113 @@ async def test_switching_back_reactivates_the_old_key(settings: Settings, clock:
             keys = (await _jwks(client))["keys"]
     active = [k["kid"] for k in keys if "not_after" not in k]
     assert active == [settings.signing_key().kid]
+
+
+async def _rotated_with_old_token(
+    settings: Settings, clock: t.Clock
+) -> tuple[Settings, dict[str, Any], str]:
+    """A center that signed a token, then restarted on NEW_SECRET: (settings, token, member)."""
+    async with t.running(settings, clock) as app, t.client(app) as client:
+        credential = await t.add_member(client, "alice")
+        body = {"resource": [t.RESOURCE], "minutes": 120}
+        old = (await client.post("/v1/tokens", json=body, headers=t.bearer(credential))).json()
+    rotated = settings.model_copy(update={"secret": settings.secret.__class__(NEW_SECRET)})
+    return rotated, old, credential
+
+
+@pytest.mark.asyncio
+async def test_revoking_a_retired_key_refuses_its_tokens_at_the_next_snapshot(
+    settings: Settings, clock: t.Clock
+) -> None:
+    rotated, old, _ = await _rotated_with_old_token(settings, clock)
+    old_kid = settings.signing_key().kid
+    async with t.running(rotated, clock) as app, t.client(app) as client:
+        before = (await client.get("/v1/revocations")).json()["seq"]
+        assert (await t.verifier(client, clock)).verify(old["token"]).kid == old_kid
+        answer = await client.post(
+            f"/v1/keys/{old_kid}/revoke", json={"reason": "laptop lost"}, headers=t.ADMIN
+        )
+        assert answer.status_code == 200, answer.text
+        assert answer.json() == {"kid": old_kid, "revoked": True, "revocation_seq": before + 1}
+        feed = (await client.get("/v1/revocations")).json()
+        assert feed["seq"] == before + 1
+        state = RevocationState()
+        state.accept(feed["snapshot"], KeySet.from_jwks(await _jwks(client)), issuer=t.ISSUER)
+        assert state.snapshot is not None
+        assert old_kid in state.snapshot.revoked_kids
+        assert old_kid not in {k["kid"] for k in (await _jwks(client))["keys"]}
+        with pytest.raises(TokenError) as refused:
+            (await t.verifier(client, clock)).verify(old["token"])
+        assert refused.value.reason in {"unknown_kid", "key_revoked"}
+        records = [
+            json.loads(line)
+            for line in (await client.get("/v1/audit", headers=t.ADMIN)).text.splitlines()
+        ]
+        revoke = [r for r in records if r["action"] == "key.revoke"]
+        assert len(revoke) == 1
+        assert (revoke[0]["actor"], revoke[0]["object"]) == ("center-admin", f"key:{old_kid}")
+        assert revoke[0]["reason"] == "laptop lost"
+
+
+@pytest.mark.asyncio
+async def test_a_node_holding_the_old_jwks_refuses_the_revoked_kid_by_the_snapshot(
+    settings: Settings, clock: t.Clock
+) -> None:
+    rotated, old, _ = await _rotated_with_old_token(settings, clock)
+    old_kid = settings.signing_key().kid
+    async with t.running(rotated, clock) as app, t.client(app) as client:
+        node = await t.verifier(client, clock)  # its key set still trusts the old key
+        await client.post(f"/v1/keys/{old_kid}/revoke", headers=t.ADMIN)
+        snapshot = (await client.get("/v1/revocations")).json()["snapshot"]
+        node.revocation.accept(snapshot, node.keys, issuer=t.ISSUER, now=clock())
+        with pytest.raises(TokenError) as refused:
+            node.verify(old["token"])
+    assert refused.value.reason == "key_revoked"
+
+
+@pytest.mark.asyncio
+async def test_key_revoke_refuses_the_active_an_unknown_and_a_revoked_key(
+    settings: Settings, clock: t.Clock
+) -> None:
+    rotated, _, credential = await _rotated_with_old_token(settings, clock)
+    old_kid = settings.signing_key().kid
+    async with t.running(rotated, clock) as app, t.client(app) as client:
+        active = await client.post(f"/v1/keys/{rotated.signing_key().kid}/revoke", headers=t.ADMIN)
+        assert active.status_code == 409
+        assert "key rotate" in active.json()["error"]["message"]
+        unknown = await client.post("/v1/keys/no-such-kid/revoke", headers=t.ADMIN)
+        assert unknown.status_code == 404
+        assert (await client.post(f"/v1/keys/{old_kid}/revoke")).status_code == 401
+        member = await client.post(f"/v1/keys/{old_kid}/revoke", headers=t.bearer(credential))
+        assert member.status_code == 403
+        extra = await client.post(
+            f"/v1/keys/{old_kid}/revoke", json={"reason": "x", "kid": "y"}, headers=t.ADMIN
+        )
+        assert extra.status_code == 422
+        token_shaped = await client.post(
+            f"/v1/keys/{old_kid}/revoke", json={"reason": f"see {TOKEN_LIKE}"}, headers=t.ADMIN
+        )
+        assert token_shaped.status_code == 400
+        first = await client.post(f"/v1/keys/{old_kid}/revoke", headers=t.ADMIN)
+        second = await client.post(f"/v1/keys/{old_kid}/revoke", headers=t.ADMIN)
+        assert (first.status_code, second.status_code) == (200, 409)
+        actions = [
+            json.loads(line)["action"]
+            for line in (await client.get("/v1/audit", headers=t.ADMIN)).text.splitlines()
+        ]
+    assert actions.count("key.revoke") == 1
+
+
+@pytest.mark.asyncio
+async def test_the_center_refuses_to_start_with_a_revoked_key(
+    settings: Settings, clock: t.Clock
+) -> None:
+    rotated, _, _ = await _rotated_with_old_token(settings, clock)
+    async with t.running(rotated, clock) as app, t.client(app) as client:
+        revoked = await client.post(
+            f"/v1/keys/{settings.signing_key().kid}/revoke", headers=t.ADMIN
+        )
+        assert revoked.status_code == 200
+    with pytest.raises(ConfigError, match="was revoked"):
+        async with t.running(settings, clock):
+            pass

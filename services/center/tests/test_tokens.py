@@ -111,3 +111,84 @@ async def test_token_issue_is_audited_without_the_token(client: httpx.AsyncClien
     assert f'"object":"token:{minted["jti"]}"' in audit
     assert minted["token"] not in audit
     assert alice not in audit
+
+
+# ---------------------------------------------------------------- for another member
+# DESIGN §5.3: an admin or owner mints agent tokens for a member, for clients that can
+# only send a static header.
+
+
+@pytest.mark.asyncio
+async def test_an_admin_mints_a_token_for_a_member_of_its_vault(
+    client: httpx.AsyncClient, clock: t.Clock
+) -> None:
+    admin = await t.add_member(client, "ada", ["team"], role="admin", scope="rwd")
+    alice = await t.add_member(client, "alice", ["team", "ops"], role="editor", scope="rw")
+    response = await mint(client, admin, member="alice", minutes=90 * 24 * 60)
+    assert response.status_code == 201, response.text
+    minted = response.json()
+    ticket = (await t.verifier(client, clock)).verify(minted["token"])
+    assert (ticket.principal, ticket.role, ticket.kind) == ("alice", "editor", "agent")
+    assert ticket.permissions == {"read", "write"}
+    assert ticket.vaults == ("team",)  # ada manages team, not ops
+    # Both the member and its issuer see it and may revoke it; nobody else.
+    for credential in (alice, admin):
+        listed = (await client.get("/v1/tokens", headers=t.bearer(credential))).json()
+        assert [row["jti"] for row in listed["tokens"]] == [minted["jti"]]
+    audit = (await client.get("/v1/audit", headers=t.ADMIN)).text
+    assert '"actor":"ada"' in audit
+    assert '"subject":"alice"' in audit
+    assert minted["token"] not in audit
+
+
+@pytest.mark.asyncio
+async def test_a_token_for_another_member_never_exceeds_either_of_them(
+    client: httpx.AsyncClient, clock: t.Clock
+) -> None:
+    admin = await t.add_member(client, "ada", ["team"], role="admin", scope="read")
+    await t.add_member(client, "olga", ["team"], role="owner", scope="allow_all")
+    minted = (await mint(client, admin, member="olga")).json()
+    ticket = (await t.verifier(client, clock)).verify(minted["token"])
+    assert ticket.permissions == {"read"}  # olga holds more; ada cannot hand it out
+    assert (await mint(client, admin, member="olga", scope="rw")).status_code == 403
+    assert (await mint(client, admin, member="olga", vaults=["ops"])).status_code == 403
+    assert (await mint(client, admin, member="olga", vaults=["*"])).status_code == 403
+
+
+@pytest.mark.asyncio
+async def test_only_admins_and_owners_mint_for_others(client: httpx.AsyncClient) -> None:
+    editor = await t.add_member(client, "eve", ["team"], role="editor", scope="rw")
+    admin = await t.add_member(client, "ada", ["ops"], role="admin", scope="rwd")
+    await t.add_member(client, "alice", ["team"])
+    assert (await mint(client, editor, member="alice")).status_code == 403
+    assert (await mint(client, admin, member="alice")).status_code == 403  # not its vault
+    assert (await mint(client, admin, member="nobody")).status_code == 404
+    operator = await client.post(
+        "/v1/tokens", json={"resource": [t.RESOURCE], "member": "alice"}, headers=t.ADMIN
+    )
+    assert operator.status_code == 401
+
+
+@pytest.mark.parametrize("change", ["demote", "remove"])
+@pytest.mark.asyncio
+async def test_tokens_minted_for_others_die_with_their_issuers_authority(
+    client: httpx.AsyncClient, clock: t.Clock, change: str
+) -> None:
+    admin = await t.add_member(client, "ada", ["team"], role="admin", scope="rwd")
+    await t.add_member(client, "alice", ["team"], role="editor", scope="rw")
+    for_alice = (await mint(client, admin, member="alice")).json()
+    own = (await mint(client, admin)).json()
+    if change == "demote":
+        patched = await client.patch(
+            "/v1/members/ada", json={"role": "reader", "scope": "read"}, headers=t.ADMIN
+        )
+        assert patched.status_code == 200
+    else:
+        assert (await client.delete("/v1/members/ada", headers=t.ADMIN)).status_code == 200
+    verifier = await t.verifier(client, clock)
+    with pytest.raises(TokenError) as refused:
+        verifier.verify(for_alice["token"])
+    assert refused.value.reason == "revoked"
+    with pytest.raises(TokenError) as own_refused:
+        verifier.verify(own["token"])
+    assert own_refused.value.reason == "generation"

@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from center import __version__
 from center.config import Settings
-from center.errors import CenterError, TooLargeError
+from center.errors import CenterError, RateLimitedError, TooLargeError
 from center.log import configure_logging, get_logger, scrub
 from center.passwords import Passwords
 from center.routes import ROUTERS
@@ -49,7 +49,10 @@ def error_response(status: int, code: str, message: str) -> JSONResponse:
 
 async def _center_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, CenterError)
-    return error_response(exc.status, exc.code, scrub(exc.message))
+    response = error_response(exc.status, exc.code, scrub(exc.message))
+    if isinstance(exc, RateLimitedError):
+        response.headers["Retry-After"] = str(exc.retry_after)
+    return response
 
 
 async def _validation_error(_: Request, exc: Exception) -> JSONResponse:

@@ -1,24 +1,27 @@
 """`secondbrain-center`: run the center and manage it from the operator's terminal.
 
 `serve`, `validate` and `public-key` work locally from `SECONDBRAIN_CENTER_*`; `audit
-verify` reads a file; every other verb (`center.commands`) calls a running center over HTTP at
-`SECONDBRAIN_CENTER_URL` with `SECONDBRAIN_CENTER_ADMIN_TOKEN`. Secrets are never
+verify` reads a file; every other verb (here and in `center.commands`) calls a running center
+over HTTP at `SECONDBRAIN_CENTER_URL` with `SECONDBRAIN_CENTER_ADMIN_TOKEN`. Secrets are never
 accepted as flags: they come from the environment, passwords from a hidden prompt.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
+import httpx
 import typer
 
-from center.commands import grant_app, member_app, node_app, request_app, vaults
+from center.commands import grant_app, member_app, node_app, request_app, token_app, vaults
 from center.config import ENV_PREFIX, load_settings
 from center.remote import (
     DEFAULT_URL,
+    MEMBER_TOKEN_ENV,
     Json,
     Remote,
     RemoteError,
@@ -29,7 +32,15 @@ from center.remote import (
     print_json,
     show,
 )
-from tickets import ChainVerifier, Checkpoint, SecretError, SigningKey
+from tickets import (
+    ChainVerifier,
+    Checkpoint,
+    KeySet,
+    SecretError,
+    SigningKey,
+    TicketsError,
+    verify_snapshot,
+)
 
 app = typer.Typer(
     help="secondbrain-center: members, grants, tokens and audit for secondbrain nodes.",
@@ -37,14 +48,15 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-audit_app = typer.Typer(help="Check the audit log.", no_args_is_help=True)
-key_app = typer.Typer(help="Rotate the signing key.", no_args_is_help=True)
+audit_app = typer.Typer(help="Export, check and anchor the audit log.", no_args_is_help=True)
+key_app = typer.Typer(help="Rotate the signing key; revoke an old one.", no_args_is_help=True)
 app.add_typer(key_app, name="key")
 app.add_typer(member_app, name="member")
 app.add_typer(grant_app, name="grant")
 app.add_typer(request_app, name="request")
 app.add_typer(audit_app, name="audit")
 app.add_typer(node_app, name="node")
+app.add_typer(token_app, name="token")
 
 
 @app.command()
@@ -120,11 +132,47 @@ def key_rotate(as_json: Json = False) -> None:
     )
 
 
+@key_app.command("revoke")
+@handled
+def key_revoke(
+    kid: Annotated[str, typer.Argument(help="The key id (as in the JWKS) to revoke.")],
+    reason: Annotated[str | None, typer.Option(help="Why; recorded in the audit.")] = None,
+    url: Url = DEFAULT_URL,
+    as_json: Json = False,
+) -> None:
+    """Revoke a retired key (a leak): every node refuses its tokens at its next poll.
+    The active key cannot be revoked: rotate and restart first."""
+    body = {"reason": reason} if reason else None
+    show(Remote(url).call("POST", f"/v1/keys/{kid}/revoke", body=body), as_json)
+
+
 @app.command()
 @handled
 def status(url: Url = DEFAULT_URL, as_json: Json = False) -> None:
     """Is the center up, and may it change state? (`GET /healthz`)"""
     show(Remote(url).call("GET", "/healthz", authenticated=False), as_json)
+
+
+@app.command()
+def healthcheck(
+    url: Annotated[str, typer.Argument(help="The center's health URL.")] = f"{DEFAULT_URL}/healthz",
+) -> None:
+    """Exit 0 if URL answers 200 with status ok, else 1 (also while changes are locked):
+    a container HEALTHCHECK that needs no shell and no curl in the image."""
+    problem = _unhealthy(url)
+    print("healthy" if problem is None else f"unhealthy: {problem}")
+    raise typer.Exit(0 if problem is None else 1)
+
+
+def _unhealthy(url: str) -> str | None:
+    try:
+        answer = httpx.get(url, timeout=5.0)
+        body = answer.json() if answer.status_code == 200 else None
+    except (httpx.HTTPError, ValueError) as exc:
+        return type(exc).__name__
+    if answer.status_code != 200:
+        return f"HTTP {answer.status_code}"
+    return None if isinstance(body, dict) and body.get("status") == "ok" else "status is not ok"
 
 
 app.command("vaults")(vaults)
@@ -170,6 +218,68 @@ def audit_verify(
     show(value, as_json, () if not report.ok else ("ok", "records", "head_seq", "head_hash"))
     if not report.ok:
         raise typer.Exit(1)
+
+
+@audit_app.command("export")
+@handled
+def audit_export(
+    *,
+    vault: Annotated[str | None, typer.Option(help="Only records of this vault.")] = None,
+    since: Annotated[int, typer.Option(min=1, help="First seq to include.")] = 1,
+    until: Annotated[int | None, typer.Option(min=1, help="Last seq to include.")] = None,
+    output: Annotated[
+        Path | None, typer.Option(dir_okay=False, help="Write here (0600) instead of stdout.")
+    ] = None,
+    as_member: Annotated[
+        bool, typer.Option("--as-member", help="Ask as the member in SECONDBRAIN_CENTER_TOKEN.")
+    ] = False,
+    url: Url = DEFAULT_URL,
+    as_json: Json = False,
+) -> None:
+    """The audit log as NDJSON, original seqs and hashes kept; a filtered export is not a
+    chain of its own, a full one passes `audit verify`."""
+    params = {"vault": vault, "since": since, "until": until}
+    remote = Remote(url, env=MEMBER_TOKEN_ENV) if as_member else Remote(url)
+    text: str = remote.call("GET", "/v1/audit", params={k: v for k, v in params.items() if v})
+    if output is None:
+        sys.stdout.write(text)
+        return
+    with os.fdopen(os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:
+        out.write(text)
+    seqs = [json.loads(line)["seq"] for line in text.splitlines()]
+    summary = {"file": str(output), "records": len(seqs)}
+    show(
+        {**summary, "first_seq": min(seqs, default=None), "last_seq": max(seqs, default=None)},
+        as_json,
+    )
+
+
+@audit_app.command("head")
+@handled
+def audit_head(url: Url = DEFAULT_URL, as_json: Json = False) -> None:
+    """The audit head the center signed into its revocation feed, checked against its JWKS.
+    Keep `head` somewhere else; `audit verify FILE --head` later proves the log still
+    holds it (compare `kid` with `public-key` to pin the key)."""
+    remote = Remote(url)
+    issuer = remote.call("GET", "/v1/public-key", authenticated=False)["issuer"]
+    jwks = remote.call("GET", "/.well-known/jwks.json", authenticated=False)
+    feed = remote.call("GET", "/v1/revocations", authenticated=False)
+    try:
+        snapshot, kid = verify_snapshot(
+            str(feed["snapshot"]), KeySet.from_jwks(jwks), issuer=issuer
+        )
+    except TicketsError as exc:
+        raise RemoteError("bad_snapshot", f"the feed does not verify: {exc.message}") from None
+    mark = snapshot.checkpoint
+    value = {
+        "seq": mark.seq if mark else 0,
+        "hash": mark.hash if mark else None,
+        "head": f"{mark.seq}:{mark.hash}" if mark else None,
+        "kid": mark.kid if mark else kid,
+        "signed_at": snapshot.iat,
+        "revocation_seq": snapshot.seq,
+    }
+    show(value, as_json)
 
 
 def main() -> None:

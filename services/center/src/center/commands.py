@@ -1,8 +1,9 @@
-"""The remote verbs of `secondbrain-center`: members, grants, requests and nodes over HTTP.
+"""The remote verbs of `secondbrain-center`: members, grants, requests, tokens and nodes.
 
 The operator's verbs send `SECONDBRAIN_CENTER_ADMIN_TOKEN`; the verbs a member runs
-(`request create|cancel|claim`) send the member's own `SECONDBRAIN_CENTER_TOKEN`. A
-credential or token the center returns is printed once, by the verb that created it.
+(`request create|cancel|claim`, `token issue`, and any `--as-member`) send the member's
+own `SECONDBRAIN_CENTER_TOKEN`. A credential or token the center returns is printed
+once, by the verb that created it.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ member_app = typer.Typer(help="Create, list, change and remove members.", no_arg
 grant_app = typer.Typer(help="Issue, list and revoke grants.", no_args_is_help=True)
 request_app = typer.Typer(help="Ask for, decide and claim grants.", no_args_is_help=True)
 node_app = typer.Typer(help="Register, list and remove vault nodes.", no_args_is_help=True)
-MEMBER_COLUMNS = ("id", "role", "scope", "vaults", "generation", "password")
+token_app = typer.Typer(help="Mint, list and revoke agent tokens.", no_args_is_help=True)
+MEMBER_COLUMNS = ("id", "role", "scope", "vaults", "generation", "password", "email")
 GRANT_COLUMNS = ("id", "vault", "scope", "grantee", "issued_by", "depth", "expiry", "revoked")
 REQUEST_COLUMNS = ("id", "requester", "vault", "scope", "minutes", "state", "decided_by")
 NODE_COLUMNS = (
@@ -37,6 +39,8 @@ NODE_COLUMNS = (
     *("last_seen", "revocation_seq", "checkpoint_seq", "checkpoint_ok"),
 )
 VAULT_COLUMNS = ("name", "node", "mcp_url", "reported", "last_seen")
+TOKEN_COLUMNS = ("jti", "subject", "scope", "vaults", "created", "expires_at", "revoked")
+MAX_TOKEN_DAYS = 90
 
 
 VaultsOpt = Annotated[
@@ -47,6 +51,9 @@ RoleOpt = Annotated[str | None, typer.Option(help="reader, editor, admin or owne
 ScopeOpt = Annotated[str | None, typer.Option(help="read, write, read_write, rwd, allow_all.")]
 PasswordOpt = Annotated[
     bool, typer.Option("--password", help="Prompt for a password (never given as a flag).")
+]
+EmailOpt = Annotated[
+    str | None, typer.Option(help='Login address for the OAuth sign-in page ("" removes it).')
 ]
 
 
@@ -73,6 +80,7 @@ def member_add(
     role: RoleOpt = None,
     scope: ScopeOpt = None,
     password: PasswordOpt = False,
+    email: EmailOpt = None,
     url: Url = DEFAULT_URL,
     as_json: Json = False,
 ) -> None:
@@ -81,6 +89,8 @@ def member_add(
     if vaults is None:
         raise RemoteError("invalid_argument", "name at least one --vault, or --all-vaults")
     body: dict[str, Any] = {"id": member_id, "vaults": vaults, "role": role, "scope": scope}
+    if email is not None:
+        body["email"] = email
     if secret := _password(password):
         body["password"] = secret
     created = Remote(url).call("POST", "/v1/members", body=body)
@@ -108,6 +118,7 @@ def member_set(
     role: RoleOpt = None,
     scope: ScopeOpt = None,
     password: PasswordOpt = False,
+    email: EmailOpt = None,
     rotate_credential: Annotated[
         bool, typer.Option("--rotate-credential", help="Issue a new credential (shown once).")
     ] = False,
@@ -115,7 +126,8 @@ def member_set(
     as_json: Json = False,
 ) -> None:
     """Change a member; a role, scope or vault change revokes its grants and tokens."""
-    body: dict[str, Any] = {"role": role, "scope": scope, "vaults": _vaults(vault, all_vaults)}
+    vaults = _vaults(vault, all_vaults)
+    body: dict[str, Any] = {"role": role, "scope": scope, "vaults": vaults, "email": email}
     body = {name: value for name, value in body.items() if value is not None}
     if secret := _password(password):
         body["password"] = secret
@@ -297,17 +309,100 @@ def node_remove(node_id: str, url: Url = DEFAULT_URL, as_json: Json = False) -> 
     show(Remote(url).call("DELETE", f"/v1/nodes/{node_id}"), as_json)
 
 
+AsMember = Annotated[
+    bool, typer.Option("--as-member", help="Ask as the member in SECONDBRAIN_CENTER_TOKEN.")
+]
+
+
+def _caller(url: str, as_member: bool) -> Remote:
+    return _member(url) if as_member else Remote(url)
+
+
+def _lifetime(minutes: int | None, days: int | None) -> int:
+    if minutes is not None and days is not None:
+        raise RemoteError("invalid_argument", "use --minutes or --days, not both")
+    if days is not None:
+        return days * 24 * 60
+    return minutes if minutes is not None else 60
+
+
+@token_app.command("issue")
+@handled
+def token_issue(
+    *,
+    resource: Annotated[
+        list[str] | None,
+        typer.Option("--resource", help="Node MCP URL (repeat); default: the nodes of the vaults."),
+    ] = None,
+    scope: Annotated[str | None, typer.Option(help="At most your scope (default: all of it).")] = (
+        None
+    ),
+    vault: Annotated[
+        list[str] | None, typer.Option("--vault", help="Only this vault (repeat); default: all.")
+    ] = None,
+    minutes: Annotated[
+        int | None, typer.Option(min=1, max=MAX_TOKEN_DAYS * 24 * 60, help="Lifetime (default 60).")
+    ] = None,
+    days: Annotated[
+        int | None, typer.Option(min=1, max=MAX_TOKEN_DAYS, help="Lifetime in days.")
+    ] = (None),
+    member: Annotated[
+        str | None,
+        typer.Option(
+            "--member",
+            help="Mint for this member (admins and owners: vaults you manage and it holds).",
+        ),
+    ] = None,
+    url: Url = DEFAULT_URL,
+    as_json: Json = False,
+) -> None:
+    """Exchange your member credential (SECONDBRAIN_CENTER_TOKEN) for an agent token for a
+    node — yours, or with --member one for a member of a vault you manage — and print it,
+    once. Up to 90 days; revoke it with `token revoke`."""
+    body: dict[str, Any] = {"resource": resource or [], "minutes": _lifetime(minutes, days)}
+    if member is not None:
+        body["member"] = member
+    if scope is not None:
+        body["scope"] = scope
+    if vault:
+        body["vaults"] = vault
+    minted = _member(url).call("POST", "/v1/tokens", body=body)
+    show(minted, as_json, (*TOKEN_COLUMNS, "audience", "token"))
+
+
+@token_app.command("list")
+@handled
+def token_list(as_member: AsMember = False, url: Url = DEFAULT_URL, as_json: Json = False) -> None:
+    """Unexpired agent tokens: every one (operator), or your own (--as-member). Never the
+    token itself."""
+    listed = _caller(url, as_member).call("GET", "/v1/tokens")
+    if as_json:
+        print_json(console, listed)
+    else:
+        print_table(console, listed["tokens"], TOKEN_COLUMNS)
+
+
+@token_app.command("revoke")
+@handled
+def token_revoke(
+    jti: Annotated[str, typer.Argument(help="The token's jti, from `token list`.")],
+    as_member: AsMember = False,
+    url: Url = DEFAULT_URL,
+    as_json: Json = False,
+) -> None:
+    """Revoke an agent token by jti; nodes refuse it within one revocation poll."""
+    revoked = _caller(url, as_member).call("DELETE", f"/v1/tokens/{jti}")
+    show(revoked, as_json, TOKEN_COLUMNS)
+
+
 @handled
 def vaults(
-    as_member: Annotated[
-        bool, typer.Option("--as-member", help="Ask as the member in SECONDBRAIN_CENTER_TOKEN.")
-    ] = False,
+    as_member: AsMember = False,
     url: Url = DEFAULT_URL,
     as_json: Json = False,
 ) -> None:
     """The vaults you may see, each with the MCP URL of the node holding it."""
-    remote = _member(url) if as_member else Remote(url)
-    listed = remote.call("GET", "/v1/vaults")
+    listed = _caller(url, as_member).call("GET", "/v1/vaults")
     if as_json:
         print_json(console, listed)
     else:

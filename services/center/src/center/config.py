@@ -9,19 +9,27 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from email.utils import parseaddr
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from center.errors import ConfigError
-from tickets import SecretError, SigningKey, parse_secret
+from tickets import ScopeError, SecretError, SigningKey, parse_role, parse_scope, parse_secret
+from tickets.scopes import EXPANSION, ROLE_CAPS
 
 ENV_PREFIX = "SECONDBRAIN_CENTER_"
 MIN_ADMIN_TOKEN = 32
 _SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_HOST = re.compile(r"[A-Za-z0-9.:\[\]-]{1,253}")
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+MAILBOX = re.compile(rf"[A-Za-z0-9.!#$%&'*+/=?^_`{{|}}~-]{{1,64}}@{_LABEL}(?:\.{_LABEL})+")
+"""An ASCII mailbox address (seed 001: e-mail registration takes ASCII addresses only)."""
+_RATE = re.compile(r"(?P<count>[0-9]{1,9})/(?P<unit>[smh])")
+_RATE_UNITS = {"s": 1, "m": 60, "h": 3600}
 _DRIVERS = {
     "sqlite+aiosqlite": "sqlite+aiosqlite",
     "sqlite": "sqlite+aiosqlite",
@@ -52,6 +60,29 @@ def check_public_url(url: str) -> str:
     return url.rstrip("/")
 
 
+def check_account_authority(role: str, scope: str) -> None:
+    """A role and a scope a new account may get: known, and the scope within the role."""
+    try:
+        wire, named = parse_scope(scope), parse_role(role)
+    except ScopeError:
+        raise ValueError("account_role/account_scope: unknown role or scope") from None
+    if not EXPANSION[wire] <= EXPANSION[ROLE_CAPS[named]]:
+        raise ValueError(f"account_scope {wire} exceeds the cap of account_role {named}")
+
+
+def _mailbox(text: str) -> bool:
+    _name, address = parseaddr(text)
+    return "\n" not in text and "\r" not in text and bool(MAILBOX.fullmatch(address))
+
+
+def parse_rate(text: str) -> tuple[int, int]:
+    """`<count>/<unit>` (unit s, m or h) as (count, window in seconds); count positive."""
+    match = _RATE.fullmatch(text.strip())
+    if not match or int(match["count"]) < 1:
+        raise ValueError("use <count>/<unit> with a positive count and unit s, m or h (10/m)")
+    return int(match["count"]), _RATE_UNITS[match["unit"]]
+
+
 class Settings(BaseSettings):
     """Every setting of a center. Construct directly in tests; `load_settings` in services."""
 
@@ -72,6 +103,33 @@ class Settings(BaseSettings):
     host: str = Field("127.0.0.1", description="Address `serve` binds")
     port: int = Field(2021, ge=1, le=65535, description="Port `serve` binds")
     max_body_bytes: int = Field(65536, ge=1024, le=1 << 24, description="Request body limit")
+    oauth_resources: tuple[str, ...] = Field(
+        (), description="Resource URLs OAuth tokens may name besides registered nodes' (JSON list)"
+    )
+    oauth_access_minutes: int = Field(60, ge=1, le=60, description="OAuth access token lifetime")
+    oauth_refresh_days: int = Field(
+        30, ge=1, le=365, description="OAuth refresh token lifetime; each rotation restarts it"
+    )
+    login_rate_limit: str = Field(
+        "10/m", description="Failed logins per source IP: <count>/<s|m|h>, refilled continuously"
+    )
+    registration: Literal["off", "email", "username"] = Field(
+        "off", description="Self-service accounts: off, email (verified over SMTP) or username"
+    )
+    max_accounts: int = Field(10_000, ge=0, le=1_000_000, description="Accounts registration makes")
+    account_role: str = Field("owner", description="Role of a new account in its own vault")
+    account_scope: str = Field("allow_all", description="Scope of a new account (within its role)")
+    smtp_host: str | None = Field(None, max_length=253, description="Mail server for e-mail mode")
+    smtp_port: int = Field(587, ge=1, le=65535, description="587 for starttls, 465 for tls")
+    smtp_tls: Literal["starttls", "tls"] = Field(
+        "starttls", description="starttls (required) or tls (implicit); certificates are checked"
+    )
+    smtp_from: str | None = Field(None, max_length=320, description="From: of verification mails")
+    smtp_username: str | None = Field(None, max_length=320, description="SMTP login, if any")
+    smtp_password: SecretStr | None = Field(None, description="SMTP password (environment only)")
+    smtp_password_file: Path | None = Field(None, description="File holding the SMTP password")
+    smtp_ca_file: Path | None = Field(None, description="PEM CAs to trust instead of the system's")
+    smtp_timeout: float = Field(10.0, gt=0, le=120, description="Seconds per SMTP operation")
     log_level: str = Field("info", description="debug, info, warning or error")
 
     @field_validator("secret")
@@ -94,6 +152,17 @@ class Settings(BaseSettings):
     @classmethod
     def _issuer(cls, value: str) -> str:
         return check_public_url(value)
+
+    @field_validator("oauth_resources")
+    @classmethod
+    def _oauth_resources(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(check_public_url(url) for url in value)
+
+    @field_validator("login_rate_limit")
+    @classmethod
+    def _login_rate_limit(cls, value: str) -> str:
+        parse_rate(value)
+        return value
 
     @field_validator("database_url")
     @classmethod
@@ -127,6 +196,32 @@ class Settings(BaseSettings):
         if self.database_schema and self.backend != "postgresql":
             raise ValueError("database_schema applies to PostgreSQL only")
         return self
+
+    @model_validator(mode="after")
+    def _accounts(self) -> Settings:
+        check_account_authority(self.account_role, self.account_scope)
+        if self.registration == "email" and not (self.smtp_host and self.smtp_from):
+            raise ValueError("registration=email needs smtp_host and smtp_from")
+        if self.smtp_password is not None and self.smtp_password_file is not None:
+            raise ValueError("set smtp_password or smtp_password_file, not both")
+        if (self.smtp_password or self.smtp_password_file) and not self.smtp_username:
+            raise ValueError("an SMTP password needs smtp_username")
+        if self.smtp_host is not None and not _HOST.fullmatch(self.smtp_host):
+            raise ValueError("smtp_host must be a host name or an IP address")
+        if self.smtp_from is not None and not _mailbox(self.smtp_from):
+            raise ValueError('smtp_from must be an address, e.g. "Secondbrain <noreply@host>"')
+        for path in (self.smtp_ca_file, self.smtp_password_file):
+            if path is not None and not path.is_file():
+                raise ValueError(f"{path.name} is not a readable file")
+        return self
+
+    def smtp_secret(self) -> str | None:
+        """The SMTP password, from the environment or from `smtp_password_file`."""
+        if self.smtp_password is not None:
+            return self.smtp_password.get_secret_value()
+        if self.smtp_password_file is not None:
+            return self.smtp_password_file.read_text(encoding="utf-8").strip("\r\n")
+        return None
 
     @property
     def url(self) -> str:

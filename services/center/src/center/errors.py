@@ -14,10 +14,12 @@ next, and never holds a secret, a token, a password or a credential.
     │   └── ExistsError         409  exists: an object with that id already exists
     ├── TooLargeError           413  too_large: the request body exceeds the limit
     ├── LimitError              429  limit_exceeded: a count limit is reached
+    │   └── RateLimitedError    429  rate_limited: too many attempts; `Retry-After` says when
     └── UnavailableError        503  unavailable
         ├── RestartRequiredError 503 restart_required: persistence failed; changes are locked
         ├── StorageError        503  storage: the database did not answer
-        └── AuditChainError     503  audit_broken: the audit log fails verification
+        ├── AuditChainError     503  audit_broken: the audit log fails verification
+        └── MailError           503  mail_failed: the mail server did not take a message
 """
 
 from __future__ import annotations
@@ -105,6 +107,14 @@ class LimitError(CenterError):
     code = "limit_exceeded"
 
 
+class RateLimitedError(LimitError):
+    code = "rate_limited"
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(f"too many attempts; try again in {retry_after} s")
+        self.retry_after = retry_after
+
+
 class UnavailableError(CenterError):
     status = 503
     code = "unavailable"
@@ -140,4 +150,12 @@ class AuditChainError(UnavailableError):
             "or inspect it with `secondbrain-center audit verify`"
         )
         self.seq = seq
+        self.problem = problem
+
+
+class MailError(UnavailableError):
+    code = "mail_failed"
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(f"the mail server did not take the message ({problem}); try again later")
         self.problem = problem

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import delete, func, or_, select
@@ -171,6 +171,7 @@ async def issue(
     """Issue a grant and sign its token; the response is the only place the token appears."""
     caller = await current(work.session, caller)
     await prune(work.session, work.now)
+    ask = _under_own_grant(caller, ask)
     _check_issuer(caller, ask)
     parent = await _parent(work.session, caller, ask, work.now)
     grant_id = secrets.token_hex(16)
@@ -178,6 +179,15 @@ async def issue(
     return await create(
         work, keyring, issuer, grant_id, ask, caller=caller, grantee=grantee, parent=parent
     )
+
+
+def _under_own_grant(caller: Principal, ask: GrantAsk) -> GrantAsk:
+    """A grant-token caller delegates under that grant, and only under it."""
+    if caller.grant is None:
+        return ask
+    if ask.parent not in (None, caller.grant):
+        raise ForbiddenError(f"with a grant token you delegate under grant {caller.grant} only")
+    return replace(ask, parent=caller.grant)
 
 
 async def create(
@@ -256,6 +266,8 @@ async def revoke(work: Change, caller: Principal, grant_id: str) -> list[str]:
     visible = row is not None and (
         caller.is_operator or row.issued_by == caller.id or caller.manages(row.vault)
     )
+    if row is not None and caller.grant is not None:
+        visible = caller.grant in row.chain  # a grant token reaches only its own subtree
     if row is None or not visible or row.expires <= work.now:
         raise NotFoundError("grant", grant_id)
     if (
@@ -295,7 +307,8 @@ async def listing(
             query = query.where(Grant.issued_by == caller.id)
         elif caller.vaults != (ALL_VAULTS,):
             query = query.where(Grant.vault.in_(caller.vaults))
-    return [view(row) for row in (await session.scalars(query)).all()]
+    rows = (await session.scalars(query)).all()
+    return [view(row) for row in rows if caller.grant is None or caller.grant in row.chain]
 
 
 async def access(session: AsyncSession, caller: Principal, vault: str, now: int) -> dict[str, Any]:

@@ -3,14 +3,20 @@
 The active key is the one `SECONDBRAIN_CENTER_SECRET` holds. Rotation is a restart with
 a new secret: at start, a previously active key is retired and stays in the JWKS until
 the last token it signed has expired (its largest `exp` plus clock skew), then drops out.
+A key that must not be trusted any longer (leaked) is revoked: it leaves the JWKS at once
+and its kid travels in the revocation snapshot, so every node refuses its tokens.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from sqlalchemy import or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from center.db import Key
+from center.errors import ConfigError, ConflictError, NotFoundError
+from center.principals import OPERATOR_ID
 from center.store import Change, Store
 from tickets import ACCESS_TOKEN_TYP, Claims, KeySet, PublicKey, SigningKey, sign
 from tickets.keys import b64url_decode, b64url_encode
@@ -32,6 +38,13 @@ class Keyring:
         async with store.change() as work:
             rows = {row.kid: row for row in (await work.session.scalars(select(Key))).all()}
             current = rows.get(self.kid)
+            if current is not None and current.revoked:
+                raise ConfigError(
+                    [
+                        f"SECONDBRAIN_CENTER_SECRET holds key {self.kid}, which was revoked; "
+                        "run `secondbrain-center key rotate` and start with the new secret"
+                    ]
+                )
             if current is None:
                 public = b64url_encode(self.key.public.raw)
                 work.session.add(Key(kid=self.kid, public=public, created=work.now, revoked=False))
@@ -53,6 +66,24 @@ class Keyring:
             await session.scalars(select(Key).where(usable, ~Key.revoked).order_by(Key.created))
         ).all()
         return KeySet(PublicKey(b64url_decode(row.public), row.not_after) for row in rows)
+
+    async def revoke(self, work: Change, kid: str, reason: str | None = None) -> dict[str, Any]:
+        """Revoke a key that no longer signs: nodes refuse its tokens at their next poll.
+
+        The active key is refused (409): rotate first, restart, then revoke the old one."""
+        row = await work.session.get(Key, kid, with_for_update=True)
+        if row is None:
+            raise NotFoundError("key", kid)
+        if kid == self.kid:
+            raise ConflictError(
+                f"key {kid} is the active signing key; run `key rotate`, restart the center "
+                "with the new secret, then revoke this one"
+            )
+        if row.revoked:
+            raise ConflictError(f"key {kid} is already revoked")
+        row.revoked = True
+        work.record("key.revoke", actor=OPERATOR_ID, object=f"key:{kid}", reason=reason)
+        return {"kid": kid, "revoked": True}
 
     async def revoked_kids(self, session: AsyncSession) -> frozenset[str]:
         return frozenset((await session.scalars(select(Key.kid).where(Key.revoked))).all())

@@ -11,7 +11,7 @@ import logging
 import re
 import sys
 from collections.abc import MutableMapping
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import structlog
 
@@ -41,8 +41,20 @@ def _redact(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> Mutabl
     return {key: scrub(value) for key, value in event.items()}
 
 
+class _Stdout:
+    """Whatever `sys.stdout` is when a line is written, not when logging was configured:
+    a server that redirects stdout, or a test that captures it, gets every line."""
+
+    def write(self, text: str) -> int:
+        return sys.stdout.write(text)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+
 def configure_logging(level: str = "info", stream: TextIO | None = None) -> None:
     """JSON lines to `stream` (stdout by default) at `level` and above."""
+    sink = stream or cast("TextIO", _Stdout())  # structlog only calls write and flush
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
@@ -53,7 +65,7 @@ def configure_logging(level: str = "info", stream: TextIO | None = None) -> None
             structlog.processors.JSONRenderer(),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(LEVELS[level]),
-        logger_factory=structlog.PrintLoggerFactory(stream or sys.stdout),
+        logger_factory=structlog.PrintLoggerFactory(sink),
         cache_logger_on_first_use=False,
     )
 

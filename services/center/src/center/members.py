@@ -8,6 +8,7 @@ grant it issued or received, transitively.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,9 +16,10 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from center import tokens
 from center.auth import digest, new_credential
 from center.db import Generation, Member
-from center.errors import ExistsError, NotFoundError
+from center.errors import ConflictError, ExistsError, InvalidArgumentError, NotFoundError
 from center.grants import revoke_involving
 from center.principals import (
     FIRST_GENERATION,
@@ -30,6 +32,10 @@ from center.principals import (
 )
 from center.store import Change
 
+EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s.]+(\.[^@\s.]+)+")
+"""A login address, checked for shape only: one @, no spaces, a dotted domain."""
+MAX_EMAIL = 254
+
 
 @dataclass(frozen=True)
 class MemberAsk:
@@ -40,6 +46,7 @@ class MemberAsk:
     role: str | None = None
     scope: str | None = None
     password_hash: str | None = None
+    email: str | None = None
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,8 @@ class MemberPatch:
     vaults: Sequence[str] | None = None
     password_hash: str | None = None
     rotate_credential: bool = False
+    email: str | None = None
+    """A new login address; "" removes it."""
 
 
 def view(member: Member, generation: int) -> dict[str, Any]:
@@ -62,6 +71,7 @@ def view(member: Member, generation: int) -> dict[str, Any]:
         "vaults": list(member.vaults),
         "generation": generation,
         "password": member.password_hash is not None,
+        "email": member.email,
         "created": member.created,
         "updated": member.updated,
     }
@@ -70,6 +80,24 @@ def view(member: Member, generation: int) -> dict[str, Any]:
 def _vault_field(vaults: Sequence[str]) -> str | None:
     """The audit `vault` of a member event: its vault if it has exactly one, else global."""
     return vaults[0] if len(vaults) == 1 else None
+
+
+def check_email(value: str) -> str:
+    """A member's login address, lowercased: unique among members, so one address names
+    one member whatever its case."""
+    address = value.strip().lower()
+    if len(address) > MAX_EMAIL or not EMAIL.fullmatch(address) or not address.isprintable():
+        raise InvalidArgumentError(
+            "email", f"use an address like name@example.org (<= {MAX_EMAIL})"
+        )
+    return address
+
+
+async def _free_email(session: AsyncSession, address: str, member_id: str) -> str:
+    holder = await session.scalar(select(Member.id).where(Member.email == address))
+    if holder is not None and holder != member_id:
+        raise ConflictError("another member already uses this e-mail address; choose another")
+    return address
 
 
 async def _get(session: AsyncSession, member_id: str) -> Member:
@@ -86,6 +114,9 @@ async def add(work: Change, ask: MemberAsk) -> dict[str, Any]:
     vaults = check_vaults(ask.vaults)
     if await work.session.get(Member, member_id) is not None:
         raise ExistsError("member", member_id)
+    email = None
+    if ask.email is not None:
+        email = await _free_email(work.session, check_email(ask.email), member_id)
     if await work.session.get(Generation, member_id) is None:
         work.session.add(Generation(member_id=member_id, generation=FIRST_GENERATION))
     credential = new_credential()
@@ -96,6 +127,7 @@ async def add(work: Change, ask: MemberAsk) -> dict[str, Any]:
         vaults=vaults,
         credential_hash=digest(credential),
         password_hash=ask.password_hash,
+        email=email,
         created=work.now,
         updated=work.now,
     )
@@ -117,6 +149,10 @@ async def update(work: Change, member_id: str, patch: MemberPatch) -> dict[str, 
     member.role, member.scope, member.vaults, member.updated = role, scope, vaults, work.now
     if patch.password_hash is not None:
         member.password_hash = patch.password_hash
+    if patch.email == "":
+        member.email = None
+    elif patch.email is not None:
+        member.email = await _free_email(work.session, check_email(patch.email), member_id)
     extra: dict[str, Any] = {}
     if patch.rotate_credential:
         extra["credential"] = new_credential()
@@ -125,6 +161,7 @@ async def update(work: Change, member_id: str, patch: MemberPatch) -> dict[str, 
     if authority or patch.rotate_credential:
         await bump_generation(work.session, member_id)
         revoked = await revoke_involving(work, member_id, OPERATOR_ID, "member.set")
+        await tokens.revoke_issued_by(work, member_id, "member.set")
     generation = await generation_of(work.session, member_id)
     work.record(
         "member.set", actor=OPERATOR_ID, subject=member_id, scope=scope, vault=_vault_field(vaults)
@@ -137,6 +174,7 @@ async def remove(work: Change, member_id: str) -> dict[str, Any]:
     member = await _get(work.session, member_id)
     generation = await bump_generation(work.session, member_id)
     revoked = await revoke_involving(work, member_id, OPERATOR_ID, "member.remove")
+    await tokens.revoke_issued_by(work, member_id, "member.remove")
     await work.session.delete(member)
     work.record(
         "member.remove", actor=OPERATOR_ID, subject=member_id, vault=_vault_field(member.vaults)

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from center.db import Generation, Member
+from center.db import Generation, Grant, Member
 from center.errors import InvalidArgumentError, UnauthorizedError
 from tickets import (
     ALL_VAULTS,
@@ -109,6 +109,10 @@ class Principal:
     scope: Scope
     vaults: tuple[str, ...]
     generation: int = 0
+    grant: str | None = None
+    """Set when the caller authenticated with a grant token: it acts within that grant."""
+    expires: int | None = None
+    """The end of that grant."""
 
     @property
     def is_operator(self) -> bool:
@@ -187,6 +191,11 @@ async def current(session: AsyncSession, caller: Principal) -> Principal:
     """`caller` as it stands now, inside a change: a member changed or removed since it
     authenticated is refused (401) before anything is decided on its behalf."""
     if caller.is_operator:
+        return caller
+    if caller.grant is not None:
+        row = await session.get(Grant, caller.grant, with_for_update=True)
+        if row is None or row.revoked is not None:
+            raise UnauthorizedError("your grant was revoked while this request ran")
         return caller
     now = await find(session, caller.id)
     if now != caller:

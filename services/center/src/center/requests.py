@@ -130,6 +130,8 @@ async def create(work: Change, caller: Principal, ask: RequestAsk) -> dict[str, 
     await housekeep(work)
     if not caller.sees(ask.vault):
         raise ForbiddenError(f"you are not a principal of vault {ask.vault!r}")
+    if caller.grant is not None and await find(work.session, caller.id) is None:
+        raise ForbiddenError("an anonymous grant cannot ask for grants; a member must")
     if not EXPANSION[ask.scope] <= EXPANSION[ROLE_CAPS[caller.role]]:
         raise ForbiddenError(f"{ask.scope} exceeds the cap of your role {caller.role}")
     approvers = _check_approvers(ask.approvers, caller.id)
@@ -146,7 +148,8 @@ async def create(work: Change, caller: Principal, ask: RequestAsk) -> dict[str, 
         created=work.now,
     )
     work.session.add(row)
-    work.record("request.create", **_fields(row, caller.id), reason=row.reason)
+    via = {"via_grant": caller.grant} if caller.grant else {}
+    work.record("request.create", **_fields(row, caller.id), reason=row.reason, **via)
     return view(row)
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from center.config import check_public_url
@@ -19,7 +19,15 @@ from center.db import Token
 from center.errors import ConflictError, ForbiddenError, InvalidArgumentError, NotFoundError
 from center.keyring import Keyring
 from center.nodes import resources_for
-from center.principals import Principal, check_vaults, current, permissions_scope
+from center.principals import (
+    MANAGERS,
+    OPERATOR_ID,
+    Principal,
+    check_vaults,
+    current,
+    find,
+    permissions_scope,
+)
 from center.store import Change
 from tickets import (
     ALL_VAULTS,
@@ -87,36 +95,84 @@ def claims_for(**fields: Any) -> Claims:
 
 @dataclass(frozen=True)
 class TokenAsk:
-    """What a member asks for: the node resource(s), and optionally less than it holds."""
+    """What a member asks for: the node resource(s), and optionally less than it holds;
+    `member` names another member to mint for (admins and owners only)."""
 
     resources: tuple[str, ...] = ()
     scope: Scope | None = None
     vaults: tuple[str, ...] | None = None
     minutes: int = DEFAULT_MINUTES
+    member: str | None = None
 
 
 async def exchange(
     work: Change, keyring: Keyring, issuer: str, caller: Principal, ask: TokenAsk
 ) -> dict[str, Any]:
-    """Sign an agent token for `caller`; the response is the only place the token appears."""
+    """Sign an agent token for `caller`, or for the member it names; the response is the
+    only place the token appears."""
     caller = await current(work.session, caller)
-    permissions = narrowed(caller.permissions, ask.scope)
-    vaults = narrowed_vaults(caller, ask.vaults)
+    if ask.member is None or ask.member == caller.id:
+        holder, permissions = caller, narrowed(caller.permissions, ask.scope)
+        vaults = narrowed_vaults(caller, ask.vaults)
+    else:
+        holder = await _other_member(work, caller, ask.member)
+        permissions = narrowed(holder.permissions & caller.permissions, ask.scope)
+        vaults = _vaults_for_other(caller, holder, ask.vaults)
     aud = await audience(work.session, vaults, ask.resources)
     claims = claims_for(
         iss=issuer,
-        sub=caller.id,
+        sub=holder.id,
         aud=aud,
         scope=permissions,
         vaults=vaults,
-        role=caller.role,
+        role=holder.role,
         now=work.now,
-        mgen=caller.generation,
+        mgen=holder.generation,
         lifetime=ask.minutes * 60,
     )
     token = await keyring.sign(work, claims)
     row = _remember(work, caller.id, claims)
     return {"token": token, "token_type": "Bearer", **_view(row), "audience": aud}
+
+
+async def _other_member(work: Change, caller: Principal, member_id: str) -> Principal:
+    """DESIGN §5.3: an admin or owner mints agent tokens for members of its vaults (for a
+    client that can only send a static header). Never for the operator."""
+    if caller.grant is not None or caller.role not in MANAGERS:
+        raise ForbiddenError("only an admin or owner may mint a token for another member")
+    holder = await find(work.session, member_id)
+    if holder is None:
+        raise NotFoundError("member", member_id)
+    return holder
+
+
+def _vaults_for_other(
+    caller: Principal, holder: Principal, asked: Sequence[str] | None
+) -> list[str]:
+    """The vaults both hold and the caller manages: named ones must all qualify; by
+    default, those of the member's vaults that qualify."""
+    if asked is None:
+        if holder.vaults == (ALL_VAULTS,):
+            if caller.vaults == (ALL_VAULTS,):
+                return [ALL_VAULTS]
+            pool = list(caller.vaults)
+        else:
+            pool = list(holder.vaults)
+        found = [v for v in pool if caller.manages(v) and holder.sees(v)]
+        if not found:
+            raise ForbiddenError(f"you manage none of the vaults of member {holder.id!r}")
+        return found
+    named = check_vaults(asked)
+    if named == [ALL_VAULTS]:
+        if caller.vaults == holder.vaults == (ALL_VAULTS,):
+            return named
+        raise ForbiddenError("name the vaults: every vault is more than you both hold")
+    outside = [v for v in named if not (caller.manages(v) and holder.sees(v))]
+    if outside:
+        raise ForbiddenError(
+            f"vault {outside[0]!r} is not one you manage and member {holder.id!r} holds"
+        )
+    return named
 
 
 def _remember(work: Change, issuer: str, claims: Claims) -> Token:
@@ -159,7 +215,7 @@ async def listing(session: AsyncSession, caller: Principal, now: int) -> list[di
     """Unexpired tokens: all for the operator, a member's own otherwise. No token material."""
     query = select(Token).where(Token.expires > now).order_by(Token.created, Token.jti)
     if not caller.is_operator:
-        query = query.where(Token.subject == caller.id)
+        query = query.where(or_(Token.subject == caller.id, Token.issued_by == caller.id))
     return [_view(row) for row in (await session.scalars(query)).all()]
 
 
@@ -170,7 +226,7 @@ async def revoke(work: Change, caller: Principal, jti: str) -> dict[str, Any]:
     if (
         row is None
         or row.expires <= work.now
-        or not (caller.is_operator or row.subject == caller.id)
+        or not (caller.is_operator or caller.id in (row.subject, row.issued_by))
     ):
         raise NotFoundError("token", jti)
     if row.revoked is not None:
@@ -178,6 +234,31 @@ async def revoke(work: Change, caller: Principal, jti: str) -> dict[str, Any]:
     row.revoked = work.now
     work.record("token.revoke", actor=caller.id, subject=row.subject, object=f"token:{jti}")
     return _view(row)
+
+
+async def revoke_issued_by(work: Change, member_id: str, action: str) -> list[str]:
+    """When a member's authority changes or it goes, the tokens it minted for others die
+    with it (as its grants do, DESIGN §5.4); they stay in the feed until they expire."""
+    rows = (
+        await work.session.scalars(
+            select(Token).where(
+                Token.issued_by == member_id,
+                Token.subject != member_id,
+                Token.revoked.is_(None),
+                Token.expires > work.now,
+            )
+        )
+    ).all()
+    for row in rows:
+        row.revoked = work.now
+        work.record(
+            "token.revoke",
+            actor=OPERATOR_ID,
+            subject=row.subject,
+            object=f"token:{row.jti}",
+            reason=f"{action} of its issuer {member_id}",
+        )
+    return [row.jti for row in rows]
 
 
 async def prune(session: AsyncSession, now: int) -> None:

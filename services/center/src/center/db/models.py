@@ -32,6 +32,7 @@ class Member(Base):
     vaults: Mapped[list[str]] = mapped_column(JSON)
     credential_hash: Mapped[str] = mapped_column(String(64), unique=True)
     password_hash: Mapped[str | None] = mapped_column(String(256), default=None)
+    email: Mapped[str | None] = mapped_column(String(254), unique=True, index=True, default=None)
     created: Mapped[int] = mapped_column(BigInteger)
     updated: Mapped[int] = mapped_column(BigInteger)
 
@@ -176,3 +177,104 @@ class AuditHead(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     seq: Mapped[int] = mapped_column(BigInteger)
     hash: Mapped[str] = mapped_column(String(64))
+
+
+class OAuthClient(Base):
+    """A dynamically registered public OAuth client; `last_used` orders LRU eviction."""
+
+    __tablename__ = "oauth_clients"
+
+    id: Mapped[str] = mapped_column(String(OBJECT_ID), primary_key=True)
+    name: Mapped[str | None] = mapped_column(String(256), default=None)
+    redirect_uris: Mapped[list[str]] = mapped_column(JSON)
+    grant_types: Mapped[list[str]] = mapped_column(JSON)
+    response_types: Mapped[list[str]] = mapped_column(JSON)
+    created: Mapped[int] = mapped_column(BigInteger)
+    last_used: Mapped[int] = mapped_column(BigInteger, index=True)
+
+
+class OAuthCode(Base):
+    """An authorization code by digest, bound to member, client, redirect URI, PKCE
+    challenge and resources. A spent code keeps `used` and the `family` it started, so a
+    second redemption can kill that family."""
+
+    __tablename__ = "oauth_codes"
+
+    code_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    client_id: Mapped[str] = mapped_column(String(OBJECT_ID))
+    member_id: Mapped[str] = mapped_column(String(ID))
+    redirect_uri: Mapped[str] = mapped_column(String(2048))
+    challenge: Mapped[str] = mapped_column(String(64))
+    scope: Mapped[str] = mapped_column(String(64))
+    resource: Mapped[list[str]] = mapped_column(JSON)
+    generation: Mapped[int] = mapped_column(BigInteger)
+    created: Mapped[int] = mapped_column(BigInteger)
+    expires: Mapped[int] = mapped_column(BigInteger, index=True)
+    used: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    family: Mapped[str | None] = mapped_column(String(OBJECT_ID), default=None)
+
+
+class OAuthFamily(Base):
+    """One login's chain of refresh tokens: what every token in it stands for, and
+    `revoked` once reuse (or a member change) killed it."""
+
+    __tablename__ = "oauth_families"
+
+    id: Mapped[str] = mapped_column(String(OBJECT_ID), primary_key=True)
+    client_id: Mapped[str] = mapped_column(String(OBJECT_ID), index=True)
+    member_id: Mapped[str] = mapped_column(String(ID), index=True)
+    scope: Mapped[str] = mapped_column(String(64))
+    resource: Mapped[list[str]] = mapped_column(JSON)
+    generation: Mapped[int] = mapped_column(BigInteger)
+    access_jtis: Mapped[list[list[str | int]]] = mapped_column(JSON)
+    """[jti, exp] of the family's access tokens that may still be live: revoked with it."""
+    created: Mapped[int] = mapped_column(BigInteger)
+    expires: Mapped[int] = mapped_column(BigInteger, index=True)
+    revoked: Mapped[int | None] = mapped_column(BigInteger, default=None)
+
+
+class OAuthRefresh(Base):
+    """A refresh token by digest. A rotated one stays (with its successor's digest) until
+    it expires: that is how a replay is told apart from an unknown token."""
+
+    __tablename__ = "oauth_refresh"
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    family: Mapped[str] = mapped_column(String(OBJECT_ID), index=True)
+    created: Mapped[int] = mapped_column(BigInteger)
+    expires: Mapped[int] = mapped_column(BigInteger, index=True)
+    rotated: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    successor_hash: Mapped[str | None] = mapped_column(String(64), default=None)
+
+
+class OAuthNonce(Base):
+    """A login form's nonce, spent: the primary key makes each form usable once."""
+
+    __tablename__ = "oauth_nonces"
+
+    nonce_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    expires: Mapped[int] = mapped_column(BigInteger, index=True)
+
+
+class Account(Base):
+    """A member that registered itself (`kind` email or username), and the vault it got."""
+
+    __tablename__ = "accounts"
+
+    member_id: Mapped[str] = mapped_column(String(ID), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    vault: Mapped[str] = mapped_column(String(ID), unique=True)
+    created: Mapped[int] = mapped_column(BigInteger)
+
+
+class PendingAccount(Base):
+    """An e-mail registration awaiting its code: the SHA-256 of the normalized address and
+    of the code only, never either in clear; `attempts` counts wrong codes."""
+
+    __tablename__ = "accounts_pending"
+
+    identity_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    code_hash: Mapped[str] = mapped_column(String(64))
+    created: Mapped[int] = mapped_column(BigInteger)
+    expires: Mapped[int] = mapped_column(BigInteger, index=True)
+    attempts: Mapped[int] = mapped_column(Integer)

@@ -1,6 +1,17 @@
 """The center's HTTP routes, one module per resource; `ROUTERS` is what the app mounts."""
 
-from center.routes import audit, grants, members, nodes, public, requests, session
+from center.routes import (
+    accounts,
+    audit,
+    grants,
+    keys,
+    members,
+    nodes,
+    oauth,
+    public,
+    requests,
+    session,
+)
 
 ROUTERS = (
     public.router,
@@ -10,6 +21,9 @@ ROUTERS = (
     requests.router,
     audit.router,
     nodes.router,
+    keys.router,
+    accounts.router,
+    oauth.router,
 )
 
 __all__ = ["ROUTERS"]

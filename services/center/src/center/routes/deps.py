@@ -16,7 +16,10 @@ from center.principals import SCOPE_HELP, Principal
 from center.runtime import Center
 from tickets import Scope, UnknownScopeError, parse_scope
 
-_bearer = HTTPBearer(auto_error=False, description="Admin token or member credential")
+_bearer = HTTPBearer(
+    auto_error=False,
+    description="Admin token or member credential; a grant token where a route says so",
+)
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 _node_bearer = HTTPBearer(
     auto_error=False, scheme_name="NodeCredential", description="A node's credential (sbn_…)"
@@ -48,6 +51,16 @@ async def get_member(center: CenterDep, credentials: Credentials) -> Principal:
     return await center.auth.member(_value(credentials))
 
 
+async def get_caller_or_grant(center: CenterDep, credentials: Credentials) -> Principal:
+    """The operator, a member, or the holder of a live grant token acting within it."""
+    return await center.auth.caller(_value(credentials), grants=True)
+
+
+async def get_member_or_grant(center: CenterDep, credentials: Credentials) -> Principal:
+    """A member, or the holder of a live grant token; the admin token gets 401."""
+    return await center.auth.member(_value(credentials), grants=True)
+
+
 async def get_operator(center: CenterDep, credentials: Credentials) -> Principal:
     """The operator; a member gets 403."""
     return await center.auth.operator(_value(credentials))
@@ -60,6 +73,8 @@ async def get_node(center: CenterDep, credentials: NodeCredentials) -> str:
 
 Caller = Annotated[Principal, Depends(get_caller)]
 MemberCaller = Annotated[Principal, Depends(get_member)]
+GrantCaller = Annotated[Principal, Depends(get_caller_or_grant)]
+GrantMember = Annotated[Principal, Depends(get_member_or_grant)]
 Operator = Annotated[Principal, Depends(get_operator)]
 NodeCaller = Annotated[str, Depends(get_node)]
 

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from center import grants
 from center.principals import check_member_id, check_vault
-from center.routes.deps import NO_STORE, Caller, CenterDep, scope_arg
+from center.routes.deps import NO_STORE, Caller, CenterDep, GrantCaller, scope_arg
 
 router = APIRouter(tags=["grants"])
 
@@ -36,8 +36,9 @@ class GrantIn(BaseModel):
 
 @router.post("/v1/grants", status_code=201, summary="Issue a grant (1-60 min); token shown once")
 async def issue_grant(
-    body: GrantIn, center: CenterDep, caller: Caller, response: Response
+    body: GrantIn, center: CenterDep, caller: GrantCaller, response: Response
 ) -> dict[str, Any]:
+    """A grant token as bearer delegates under that grant (its `parent`, depth + 1)."""
     grantee = body.grantee
     if grantee is not None and grantee != "center-admin":
         grantee = check_member_id(grantee)
@@ -58,7 +59,7 @@ async def issue_grant(
 
 @router.get("/v1/grants", summary="Unexpired grants the caller may see; never token material")
 async def list_grants(
-    center: CenterDep, caller: Caller, vault: str | None = None
+    center: CenterDep, caller: GrantCaller, vault: str | None = None
 ) -> dict[str, Any]:
     if vault is not None:
         check_vault(vault)
@@ -67,7 +68,7 @@ async def list_grants(
 
 
 @router.delete("/v1/grants/{grant_id}", summary="Revoke a grant and everything under it")
-async def revoke_grant(grant_id: str, center: CenterDep, caller: Caller) -> dict[str, Any]:
+async def revoke_grant(grant_id: str, center: CenterDep, caller: GrantCaller) -> dict[str, Any]:
     async with center.store.change() as work:
         return {"revoked": await grants.revoke(work, caller, grant_id)}
 

@@ -29,6 +29,7 @@ class MemberIn(BaseModel):
     role: str | None = Field(None, description="reader, editor, admin or owner")
     scope: str | None = Field(None, description="read (default), write, read_write, …")
     password: SecretStr | None = Field(None, description="Optional; 12-256 UTF-8 bytes")
+    email: str | None = Field(None, max_length=320, description="Optional login address (unique)")
 
 
 class MemberPatch(BaseModel):
@@ -41,6 +42,7 @@ class MemberPatch(BaseModel):
     vaults: Vaults | None = Field(None, min_length=1, max_length=1000)
     password: SecretStr | None = None
     rotate_credential: bool = Field(False, description="Issue a new credential (shown once)")
+    email: str | None = Field(None, max_length=320, description='Login address; "" removes it')
 
 
 async def _hash(center: Center, password: SecretStr | None) -> str | None:
@@ -52,7 +54,7 @@ async def add_member(
     body: MemberIn, center: CenterDep, _: Operator, response: Response
 ) -> dict[str, Any]:
     password_hash = await _hash(center, body.password)
-    ask = members.MemberAsk(body.id, body.vaults, body.role, body.scope, password_hash)
+    ask = members.MemberAsk(body.id, body.vaults, body.role, body.scope, password_hash, body.email)
     async with center.store.change() as work:
         created = await members.add(work, ask)
     response.headers.update(NO_STORE)
@@ -77,7 +79,7 @@ async def set_member(
 ) -> dict[str, Any]:
     password_hash = await _hash(center, body.password)
     patch = members.MemberPatch(
-        body.role, body.scope, body.vaults, password_hash, body.rotate_credential
+        body.role, body.scope, body.vaults, password_hash, body.rotate_credential, body.email
     )
     async with center.store.change() as work:
         changed = await members.update(work, member_id, patch)

@@ -15,6 +15,8 @@ from center import nodes
 from center.routes.deps import NO_STORE, Caller, CenterDep, NodeCaller, Operator
 
 router = APIRouter(tags=["nodes"])
+BIGINT = 2**63 - 1
+"""The largest seq a BIGINT column holds; a larger one is a 422, not a database error."""
 
 
 class NodeIn(BaseModel):
@@ -31,7 +33,7 @@ class NodeIn(BaseModel):
 class CheckpointIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    seq: int = Field(ge=1)
+    seq: int = Field(ge=1, le=BIGINT)
     hash: str = Field(pattern=r"^[0-9a-f]{64}$")
 
 
@@ -42,7 +44,7 @@ class HeartbeatIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     vaults: list[str] = Field(default_factory=list, max_length=nodes.MAX_VAULTS)
-    revocation_seq: int | None = Field(None, ge=0)
+    revocation_seq: int | None = Field(None, ge=0, le=BIGINT)
     audit_checkpoint: CheckpointIn | None = None
 
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from center import requests
 from center.principals import check_vault
-from center.routes.deps import NO_STORE, Caller, CenterDep, MemberCaller, scope_arg
+from center.routes.deps import NO_STORE, Caller, CenterDep, GrantMember, MemberCaller, scope_arg
 
 router = APIRouter(prefix="/v1/requests", tags=["requests"])
 State = Literal["pending", "approved", "rejected", "cancelled", "expired", "claimed"]
@@ -41,9 +41,7 @@ class ClaimIn(BaseModel):
 
 
 @router.post("", status_code=201, summary="Ask for a grant (member credential)")
-async def create_request(
-    body: RequestIn, center: CenterDep, caller: MemberCaller
-) -> dict[str, Any]:
+async def create_request(body: RequestIn, center: CenterDep, caller: GrantMember) -> dict[str, Any]:
     ask = requests.RequestAsk(
         vault=check_vault(body.vault),
         scope=scope_arg(body.scope) or "read",

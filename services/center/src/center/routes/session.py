@@ -12,24 +12,25 @@ from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from center import tokens
-from center.routes.deps import NO_STORE, Caller, CenterDep, MemberCaller, scope_arg
+from center.routes.deps import NO_STORE, Caller, CenterDep, GrantMember, MemberCaller, scope_arg
 
 router = APIRouter(tags=["session"])
 Resources = list[str]
 
 
-@router.get("/v1/session", summary="What the caller's own credential may do; no secrets")
-async def session(caller: MemberCaller) -> dict[str, Any]:
+@router.get("/v1/session", summary="What the caller's credential or grant token may do")
+async def session(caller: GrantMember) -> dict[str, Any]:
     """A snapshot for a UI, not a permission: every later call is checked again."""
     held = caller.permissions
     return {
         "principal": caller.id,
-        "kind": "member",
+        "kind": "grant" if caller.grant else "member",
+        "grant": caller.grant,
         "role": caller.role,
         "scope": caller.scope,
         "vaults": list(caller.vaults),
         "generation": caller.generation,
-        "expires_at": None,
+        "expires_at": caller.expires,
         "can_read": "read" in held,
         "can_write": "write" in held,
         "can_delete": "delete" in held,
@@ -47,14 +48,26 @@ class TokenIn(BaseModel):
     scope: str | None = Field(None, description="At most the member's scope (default: all)")
     vaults: list[str] | None = Field(None, min_length=1, max_length=1000)
     minutes: int = Field(tokens.DEFAULT_MINUTES, ge=1, le=tokens.MAX_MINUTES)
+    member: str | None = Field(
+        None,
+        max_length=64,
+        description="Mint for this member instead (admins and owners: vaults you manage "
+        "and it holds, within both your scopes); it dies if your authority changes",
+    )
 
 
-@router.post("/v1/tokens", status_code=201, summary="Exchange a member credential for a token")
+@router.post(
+    "/v1/tokens",
+    status_code=201,
+    summary="A token for oneself, or for a member one manages",
+)
 async def mint_token(
     body: TokenIn, center: CenterDep, caller: MemberCaller, response: Response
 ) -> dict[str, Any]:
     vaults = tuple(body.vaults) if body.vaults is not None else None
-    ask = tokens.TokenAsk(tuple(body.resource), scope_arg(body.scope), vaults, body.minutes)
+    ask = tokens.TokenAsk(
+        tuple(body.resource), scope_arg(body.scope), vaults, body.minutes, body.member
+    )
     async with center.store.change() as work:
         minted = await tokens.exchange(work, center.keyring, center.settings.issuer, caller, ask)
     response.headers.update(NO_STORE)
