@@ -27,7 +27,13 @@ $(INSPECTOR): tests/e2e/inspector/package-lock.json
 	npm ci --prefix tests/e2e/inspector --no-audit --no-fund
 	touch $(INSPECTOR)
 
-test: $(STAMP) $(INSPECTOR)  ## run the whole test suite (creates .venv and installs the MCP Inspector on first use)
+CONFORMANCE := tests/conformance/node_modules
+
+$(CONFORMANCE): tests/conformance/package-lock.json
+	npm ci --prefix tests/conformance --no-audit --no-fund
+	touch $(CONFORMANCE)
+
+test: $(STAMP) $(INSPECTOR) $(CONFORMANCE)  ## run the whole test suite (creates .venv and installs the MCP Inspector and the conformance runner on first use)
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)  ## ruff (lint + format check) and mypy --strict
@@ -40,3 +46,8 @@ bench: $(STAMP)  ## run the benchmarks under bench/ and print their figures
 
 clean:  ## remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+
+.PHONY: docs
+docs: $(STAMP)  ## regenerate docs/reference/ (tools, center API and settings) from the code
+	$(BIN)/python -m vault_node.reference docs/reference
+	$(BIN)/python -m center.reference docs/reference
