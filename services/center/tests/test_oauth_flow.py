@@ -294,3 +294,27 @@ async def test_a_member_change_kills_its_refresh_tokens(
     assert refused.json()["error"] == "invalid_grant"
     redeemed = await o.exchange(http, client_id, code, proof)
     assert redeemed.json()["error"] == "invalid_grant"
+
+
+@pytest.mark.asyncio
+async def test_a_new_password_ends_every_sign_in_but_not_agent_tokens(
+    http: httpx.AsyncClient, clock: t.Clock
+) -> None:
+    client_id, issued = await tokens_for(http)
+    admin = await t.add_member(http, "ada", ["team"], role="admin", scope="rwd")
+    agent = await http.post(
+        "/v1/tokens", json={"resource": [t.RESOURCE], "member": "alice"}, headers=t.bearer(admin)
+    )
+    assert agent.status_code == 201, agent.text
+    body = {"password": "a completely new passphrase"}
+    changed = await http.patch("/v1/members/alice", json=body, headers=t.ADMIN)
+    assert changed.status_code == 200, changed.text
+    refused = await o.refresh(http, client_id, issued["refresh_token"])
+    assert refused.json()["error"] == "invalid_grant"
+    verifier = await t.verifier(http, clock)
+    with pytest.raises(TokenError) as revoked:
+        verifier.verify(issued["access_token"])
+    assert revoked.value.reason == "revoked"
+    assert verifier.verify(agent.json()["token"]).principal == "alice"
+    audit = (await http.get("/v1/audit", headers=t.ADMIN)).text
+    assert "member.set password: sign-in ended with 1 access token(s)" in audit

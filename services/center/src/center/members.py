@@ -21,6 +21,7 @@ from center.auth import digest, new_credential
 from center.db import Generation, Member
 from center.errors import ConflictError, ExistsError, InvalidArgumentError, NotFoundError
 from center.grants import revoke_involving
+from center.oauth import refresh
 from center.principals import (
     FIRST_GENERATION,
     OPERATOR_ID,
@@ -149,6 +150,7 @@ async def update(work: Change, member_id: str, patch: MemberPatch) -> dict[str, 
     member.role, member.scope, member.vaults, member.updated = role, scope, vaults, work.now
     if patch.password_hash is not None:
         member.password_hash = patch.password_hash
+        await refresh.end_sessions(work, member_id, "member.set password")
     if patch.email == "":
         member.email = None
     elif patch.email is not None:

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import secrets
 
-from sqlalchemy import delete, update
+from sqlalchemy import delete, select, update
 
 from center.auth import digest
 from center.db.models import OAuthFamily, OAuthRefresh, Token
 from center.log import get_logger
 from center.oauth.keys import mac
+from center.principals import OPERATOR_ID
 from center.store import Change
 
 GRACE = 30
@@ -108,7 +109,7 @@ def remember_access(family: OAuthFamily, jti: str, exp: int, now: int) -> None:
     family.access_jtis = [*live, [jti, exp]]
 
 
-async def kill(work: Change, family: OAuthFamily, reason: str, description: str) -> None:
+async def _revoke(work: Change, family: OAuthFamily) -> list[str]:
     """Revoke the family and its live access tokens (they join the revocation feed)."""
     family.revoked = work.now
     jtis = [str(j) for j, e in family.access_jtis if isinstance(e, int) and e > work.now]
@@ -119,6 +120,35 @@ async def kill(work: Change, family: OAuthFamily, reason: str, description: str)
             .values(revoked=work.now)
         )
     family.access_jtis = []
+    return jtis
+
+
+async def end_sessions(work: Change, member_id: str, action: str) -> int:
+    """End every live sign-in of the member (a new password was set): its refresh tokens
+    stop working and its OAuth access tokens are revoked. Agent tokens and grants stay;
+    a change of authority ends those through the member's generation."""
+    families = (
+        await work.session.scalars(
+            select(OAuthFamily).where(
+                OAuthFamily.member_id == member_id, OAuthFamily.revoked.is_(None)
+            )
+        )
+    ).all()
+    for family in families:
+        jtis = await _revoke(work, family)
+        work.record(
+            "token.revoke",
+            actor=OPERATOR_ID,
+            subject=member_id,
+            object=f"family:{family.id}",
+            reason=f"{action}: sign-in ended with {len(jtis)} access token(s)",
+        )
+    return len(families)
+
+
+async def kill(work: Change, family: OAuthFamily, reason: str, description: str) -> None:
+    """Revoke the family and its live access tokens: a replay was detected."""
+    jtis = await _revoke(work, family)
     get_logger().warning(
         "token_reuse_detected",
         reason=reason,
