@@ -3,7 +3,8 @@
 in-process, and a mixed read/write run from 8 clients that must lose no update.
 
 The server runs in its own process (a throw-away signing key, a JWKS file, a minted token,
-the rate limit lifted); the driver uses one keep-alive `httpx.Client` per thread.
+the rate limit lifted). The load and overhead runs drive it over bare keep-alive sockets,
+one per thread, so the client's own cost stays small; the mixed run uses `httpx.Client`.
 BENCH_NODE_SECONDS sets the mixed run's length (default 60), BENCH_NODE_CALLS the calls
 per tool and concurrency (default 1000), BENCH_NODE_NOTES the vault size (default 10000).
 """
@@ -150,7 +151,7 @@ def search_args(words: list[str]) -> Args:
 
 def timed_calls(node: Node, tool: str, make: Args, calls: int, seed: int) -> list[float]:
     """Latencies (s) of `calls` calls from one client; every call must succeed."""
-    rng, client, latencies = random.Random(seed), Client(node), []
+    rng, client, latencies = random.Random(seed), RawClient(node), []
     try:
         for _ in range(calls):
             arguments = make(rng)

@@ -10,14 +10,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import json
 import logging
 import sys
 import time
 from collections.abc import AsyncIterator, MutableMapping
-from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import Any
 
+import orjson
 import structlog
 import uvicorn
 from fastapi import FastAPI, Request
@@ -151,7 +152,7 @@ class Node:
         beat = self.heartbeat.age() if self.heartbeat is not None else None
         return {
             "status": "ok",
-            "version": package_version("secondbrain"),
+            "version": rpc.VERSION,
             "commit": self.config.commit or "unknown",
             "vaults": len(self.library.names()),
             "started": rfc3339(self.started),
@@ -259,9 +260,8 @@ def configure_logging(level: str = "info") -> None:
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="%Y-%m-%dT%H:%M:%S.%fZ", utc=True, key="ts"),
-            _milliseconds,
-            structlog.processors.JSONRenderer(),
+            _timestamp,
+            structlog.processors.JSONRenderer(serializer=_dumps),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(levels.get(level, logging.INFO)),
         logger_factory=structlog.PrintLoggerFactory(sys.stdout),
@@ -269,8 +269,16 @@ def configure_logging(level: str = "info") -> None:
     )
 
 
-def _milliseconds(_: object, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
-    ts = event.get("ts")
-    if isinstance(ts, str) and ts.endswith("Z") and "." in ts:
-        event["ts"] = ts[:23] + "Z"
+def _timestamp(_: object, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """`ts` as RFC 3339 UTC with milliseconds, e.g. 2026-11-30T09:15:24.123Z."""
+    now = dt.datetime.now(dt.UTC)
+    event["ts"] = now.isoformat(timespec="milliseconds").removesuffix("+00:00") + "Z"
     return event
+
+
+def _dumps(event: Any, **_: Any) -> str:
+    """The log line; orjson costs a tenth of the standard encoder, on every tool call."""
+    try:
+        return orjson.dumps(event, default=repr).decode("utf-8")
+    except (orjson.JSONEncodeError, TypeError):  # a lone surrogate a client sent
+        return json.dumps(event, default=repr)
