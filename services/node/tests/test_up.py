@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
+from center.oauth import testing as o
 from vault_node.testing import free_port
 
 pytestmark = pytest.mark.slow
@@ -157,7 +158,13 @@ def mcp(url: str, token: str, method: str, params: dict[str, Any], ident: int) -
 
 def secrets_of(data_dir: Path) -> list[str]:
     center = data_dir / "center"
-    names = ("admin.token", "signing.secret", "owner.credential", "node.credential")
+    names = (
+        "admin.token",
+        "signing.secret",
+        "owner.credential",
+        "node.credential",
+        "owner.password",
+    )
     return [(center / name).read_text().strip() for name in names]
 
 
@@ -180,6 +187,45 @@ def test_the_printed_url_and_token_work_for_an_mcp_client(running: Up) -> None:
     assert not found["isError"], found
     paths = {hit["path"] for hit in found["structuredContent"]["hits"]}
     assert "raw/2026-03-02-retro.md" in paths
+
+
+def test_the_printed_sign_in_works_for_an_oauth_client(running: Up) -> None:
+    """What an MCP client that adds the URL alone does: discover the center from the node,
+    register, sign in on the login page as the printed member, get a token, call a tool."""
+    url = re.search(r"MCP URL:\s+(\S+)", running.output)
+    sign_in = re.search(r"OAuth sign-in: member (\S+), password in (\S+)", running.output)
+    assert url
+    assert sign_in
+    password = Path(sign_in[2]).read_text().strip()
+    assert Path(sign_in[2]).stat().st_mode & 0o777 == 0o600
+    with httpx.Client(timeout=30.0) as http:
+        refused = http.post(url[1], json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert refused.status_code == 401
+        metadata = http.get(refused.headers["www-authenticate"].split('"')[1]).json()
+        center = metadata["authorization_servers"][0]
+        client = http.post(f"{center}/register", json={"redirect_uris": [o.REDIRECT]})
+        assert client.status_code == 201, client.text
+        client_id, proof = client.json()["client_id"], o.pkce()
+        params = o.authorize_params(client_id, proof, resource=[url[1]])
+        form = o.login_form(http.get(f"{center}/authorize", params=params))
+        posted = http.post(
+            form.action,
+            data={"username": sign_in[1], "password": password, "csrf": form.csrf},
+        )
+        code = o.redirect_params(posted)["code"]
+        body = {
+            "grant_type": "authorization_code",
+            "client_id": client_id,
+            "code": code,
+            "code_verifier": proof.verifier,
+            "resource": url[1],
+        }
+        tokens = http.post(f"{center}/token", data=body)
+        assert tokens.status_code == 200, tokens.text
+    access = tokens.json()["access_token"]
+    listed = mcp(url[1], access, "tools/call", {"name": "vault_list", "arguments": {}}, 2)
+    assert not listed["result"]["isError"], listed
+    assert password not in running.output
 
 
 def test_the_center_lists_the_vaults_with_the_nodes_mcp_url(running: Up, tmp_path: Path) -> None:

@@ -277,6 +277,20 @@ def owner_credential(place: Place, admin_token: str) -> str:
     return private_file(path, lambda: str(created["credential"]))
 
 
+def owner_password(place: Place, admin_token: str) -> Path:
+    """Where the owner's sign-in password is kept (0600): what an OAuth client's login page
+    asks for. Set at the center whenever the file is new; never printed."""
+    path = place.center_dir / "owner.password"
+    if not path.exists():
+        password = secrets.token_urlsafe(18)
+        answer = call(
+            "PATCH", f"{place.center_url}/v1/members/{OWNER}", admin_token, {"password": password}
+        )
+        expect(answer, 200, "set the owner's sign-in password")
+        private_file(path, lambda: password)
+    return path
+
+
 def node_credential(place: Place, admin_token: str, vaults: list[str]) -> str:
     """The node's credential: reused while the center knows it for this node's URL, else
     the node is registered (again) and the new credential kept."""
@@ -366,6 +380,8 @@ def render(info: dict[str, Any]) -> str:
             f"MCP URL:      {info['mcp_url']}",
             f"Bearer token: {info['token']}",
             f"              (member {info['member']}, all vaults, expires {expires})",
+            f"OAuth sign-in: member {info['member']}, password in {info['password_file']}",
+            "              (for clients that add the MCP URL alone and open a login page)",
             "",
             "Claude Code:",
             f"  {clients['claude_code']}",
@@ -397,6 +413,7 @@ def start_services(place: Place, children: Children) -> dict[str, Any]:
     wait_ready(children, f"{place.center_url}/healthz", lambda body: body.get("status") == "ok")
     admin = env["SECONDBRAIN_CENTER_ADMIN_TOKEN"]
     minted = node_token(place, owner_credential(place, admin))
+    password_file = owner_password(place, admin)
     secret = {"SECONDBRAIN_NODE_CREDENTIAL": node_credential(place, admin, vaults)}
     children.start("node", "vault_node.cli", ["serve", "--config", str(config)], secret)
     # The node refuses every token until it holds a revocation snapshot.
@@ -414,7 +431,7 @@ def start_services(place: Place, children: Children) -> dict[str, Any]:
         ),
         bearer=admin,
     )
-    return summary(place, children, vaults, minted)
+    return {**summary(place, children, vaults, minted), "password_file": str(password_file)}
 
 
 def run(options: UpOptions) -> int:
