@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
 
 import pytest
 from hypothesis import given
@@ -91,6 +90,27 @@ def test_a_regex_compiles_case_insensitively_unless_asked() -> None:
         grammar.compile_regex("(")
 
 
+@pytest.mark.parametrize("pattern", [r"(\w)\1", r"foo(?=bar)", r"(?<!x)y"])
+def test_backreferences_and_lookaround_are_refused_as_go_refuses_them(pattern: str) -> None:
+    with pytest.raises(ArgumentError, match="RE2"):
+        grammar.compile_regex(pattern)
+
+
+def test_a_pathological_pattern_runs_in_linear_time() -> None:
+    # With Python's re this search backtracks 2^40 times; RE2 answers at once. The point
+    # is that it returns at all (a test never times things: pytest's timeout guards it).
+    regex = grammar.compile_regex(r"(a+)+$")
+    assert regex.search("a" * 40 + "b") is None
+    assert regex.search("a" * 10_000 + "b") is None
+
+
+def test_an_invalid_pattern_is_not_printed_by_re2(capfd: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ArgumentError):
+        grammar.compile_regex("(secret-term")
+    captured = capfd.readouterr()
+    assert "secret-term" not in captured.out + captured.err
+
+
 @pytest.mark.parametrize(
     ("template", "expected"),
     [
@@ -103,6 +123,6 @@ def test_a_regex_compiles_case_insensitively_unless_asked() -> None:
     ],
 )
 def test_dollar_references_expand_like_go(template: str, expected: str) -> None:
-    match = re.search(r"(?P<word>ab)(cd)", "xxabcd")
+    match = grammar.compile_regex(r"(?P<word>ab)(cd)").search("xxabcd")
     assert match is not None
     assert grammar.expand_dollars(template, match) == expected

@@ -134,6 +134,17 @@ async def test_an_invalid_regex_is_refused(node: Harness, pattern: str) -> None:
     assert "invalid regular expression" in message
 
 
+async def test_a_pathological_regex_cannot_hold_the_node(node: Harness) -> None:
+    await node.ok("note_create", {"path": "raw/aaa", "content": "a" * 50_000 + "b\n"})
+    found = await node.ok("vault_grep", {"pattern": "^(a+)+$"})
+    assert found["matches"] == []
+    replaced = await node.ok("vault_replace", {"pattern": "^(a+)+$", "replace": "", "regex": True})
+    assert replaced["notes_affected"] == 0
+    code, message = await node.fails("vault_grep", {"pattern": "(a)\\1"})
+    assert code == "invalid_argument"
+    assert "without backreferences" in message
+
+
 async def test_note_read_returns_body_hash_and_structure(node: Harness) -> None:
     note = await node.ok("note_read", {"path": "wiki/rate-limiting"})
     assert note["path"] == "wiki/rate-limiting.md"

@@ -383,7 +383,8 @@ TOOLS = [
         "cannot express; for topics and words prefer note_search, which is ranked and faster.",
         {
             "pattern": text(
-                "Regular expression, e.g. TODO|FIXME or \\bv[0-9]+\\.[0-9]+\\b.",
+                "Regular expression in RE2 (Go) syntax, without backreferences or lookaround, "
+                "e.g. TODO|FIXME or \\bv[0-9]+\\.[0-9]+\\b.",
                 required=True,
                 trim=False,
             ),
