@@ -3,9 +3,7 @@ the protected-resource metadata, CORS preflight, and the tool list each token se
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 import time
 from typing import Any
 
@@ -13,7 +11,7 @@ import pytest
 
 from tickets import sign_snapshot
 from tickets import testing as tt
-from vault_node.testing import ISSUER, RESOURCE, Harness, NodeFactory, mint
+from vault_node.testing import ISSUER, RESOURCE, Harness, NodeFactory, StubCenter, mint
 
 pytestmark = pytest.mark.asyncio
 
@@ -293,53 +291,18 @@ async def test_cors_preflight_needs_no_token(node: Harness, path: str) -> None:
     assert response.headers["access-control-allow-origin"] in ("*", "https://inspector.example")
 
 
-class FakeCenter:
-    """A center on loopback serving the JWKS and the revocation feed as the real one does."""
-
-    def __init__(self, key: Any) -> None:
-        self.key = key
-        self.snapshot = tt.snapshot(iat=int(time.time()))
-        center = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                if self.path == "/.well-known/jwks.json":
-                    body = json.dumps(tt.key_set(center.key).to_jwks())
-                elif self.path == "/v1/revocations":
-                    token = sign_snapshot(center.snapshot, center.key)
-                    body = json.dumps({"seq": center.snapshot.seq, "snapshot": token})
-                else:
-                    self.send_error(404)
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.end_headers()
-                self.wfile.write(body.encode())
-
-            def log_message(self, *args: Any) -> None:
-                return None
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 async def test_keys_and_revocations_come_from_the_center_url(start_node: NodeFactory) -> None:
-    center = FakeCenter(tt.throwaway_key())
+    center = StubCenter(tt.throwaway_key())
     try:
         node = await start_node(
             center_url=center.url, issuer=tt.ISSUER, jwks_file=None, revocation_file=None
         )
         token = mint(center.key, jti="jti-online")
         assert (await node.post(PING, token=token)).status_code == 200
-        center.snapshot = tt.snapshot(seq=2, iat=int(time.time()), tokens={"jti-online": 2**40})
+        center.snapshot = tt.snapshot(seq=2, tokens={"jti-online": 2**40})
         assert node.app.state.node.feed.poll_once()
         assert_generic_401(await node.post(PING, token=token))
-        center.snapshot = tt.snapshot(seq=1, iat=int(time.time()))
+        center.snapshot = tt.snapshot(seq=1)
         assert not node.app.state.node.feed.poll_once()  # a rollback is refused
         assert_generic_401(await node.post(PING, token=token))
     finally:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import http.server
 import json
 import stat
 import threading
@@ -26,7 +25,7 @@ from tickets import testing as tt
 from vault_node.app import Node, create_app
 from vault_node.config import NodeConfig
 from vault_node.feed import CHECKPOINT_FILE, JWKS_FILE, SNAPSHOT_FILE, StateDir
-from vault_node.testing import PUBLIC_URL, make_config, mint
+from vault_node.testing import PUBLIC_URL, StubCenter, make_config, mint
 
 pytestmark = pytest.mark.asyncio
 
@@ -311,50 +310,15 @@ async def test_a_state_write_that_fails_is_logged_without_a_path(tmp_path: Path)
     assert str(tmp_path) not in json.dumps(logs)
 
 
-class Center:
-    """A center on loopback serving a JWKS and a revocation feed, until it is `down`."""
-
-    def __init__(self, key: SigningKey) -> None:
-        self.key = key
-        self.up = True
-        center = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                if not center.up:
-                    self.send_error(503)
-                    return
-                if self.path == "/.well-known/jwks.json":
-                    body = json.dumps(tt.key_set(center.key).to_jwks())
-                elif self.path == "/v1/revocations":
-                    token = sign_snapshot(tt.snapshot(4, iat=int(time.time())), center.key)
-                    body = json.dumps({"seq": 4, "snapshot": token})
-                else:
-                    self.send_error(404)
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.end_headers()
-                self.wfile.write(body.encode())
-
-            def log_message(self, *args: Any) -> None:
-                return None
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-
 @pytest.fixture
-def center() -> Iterator[Center]:
-    running_center = Center(tt.throwaway_key())
+def center() -> Iterator[StubCenter]:
+    running_center = StubCenter(tt.throwaway_key(), tt.snapshot(4))
     yield running_center
-    running_center.server.shutdown()
-    running_center.server.server_close()
+    running_center.close()
 
 
 async def test_a_restart_while_the_center_is_down_uses_the_kept_jwks_too(
-    tmp_path: Path, key: SigningKey, center: Center
+    tmp_path: Path, key: SigningKey, center: StubCenter
 ) -> None:
     config = make_config(
         tmp_path,

@@ -8,6 +8,7 @@ once, by the verb that created it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 import typer
@@ -19,11 +20,9 @@ from center.remote import (
     Remote,
     RemoteError,
     Url,
-    console,
     handled,
-    print_json,
-    print_table,
     show,
+    show_rows,
 )
 
 member_app = typer.Typer(help="Create, list, change and remove members.", no_args_is_help=True)
@@ -70,6 +69,11 @@ def _password(wanted: bool) -> str | None:
     return value
 
 
+GrantScope = Annotated[str, typer.Option(help="read (default), write, read_write, …")]
+GrantMinutes = Annotated[int, typer.Option(min=1, max=60, help="Grant lifetime, 1-60.")]
+Reason = Annotated[str | None, typer.Option(help="Why; recorded in the audit.")]
+
+
 @member_app.command("add")
 @handled
 def member_add(
@@ -102,10 +106,7 @@ def member_add(
 def member_list(url: Url = DEFAULT_URL, as_json: Json = False) -> None:
     """Every member, without credentials."""
     listed = Remote(url).call("GET", "/v1/members")
-    if as_json:
-        print_json(console, listed)
-    else:
-        print_table(console, listed["members"], MEMBER_COLUMNS)
+    show_rows(listed, "members", as_json, MEMBER_COLUMNS)
 
 
 @member_app.command("set")
@@ -150,13 +151,13 @@ def member_remove(member_id: str, url: Url = DEFAULT_URL, as_json: Json = False)
 def grant_issue(
     *,
     vault: Annotated[str, typer.Option(help="The vault the grant is for.")],
-    scope: Annotated[str, typer.Option(help="read (default), write, read_write, …")] = "read",
-    minutes: Annotated[int, typer.Option(min=1, max=60, help="Lifetime, 1-60.")] = 15,
+    scope: GrantScope = "read",
+    minutes: GrantMinutes = 15,
     grantee: Annotated[str | None, typer.Option(help="A member of the vault.")] = None,
     resource: Annotated[
         list[str] | None, typer.Option("--resource", help="Node MCP URL (repeat).")
     ] = None,
-    reason: Annotated[str | None, typer.Option(help="Why; recorded in the audit.")] = None,
+    reason: Reason = None,
     url: Url = DEFAULT_URL,
     as_json: Json = False,
 ) -> None:
@@ -176,10 +177,7 @@ def grant_list(
 ) -> None:
     """Unexpired grants (never their tokens)."""
     listed = Remote(url).call("GET", "/v1/grants", params={"vault": vault} if vault else None)
-    if as_json:
-        print_json(console, listed)
-    else:
-        print_table(console, listed["grants"], GRANT_COLUMNS)
+    show_rows(listed, "grants", as_json, GRANT_COLUMNS)
 
 
 @grant_app.command("revoke")
@@ -198,9 +196,9 @@ def _member(url: str) -> Remote:
 def request_create(
     *,
     vault: Annotated[str, typer.Option(help="A vault you are a member of.")],
-    scope: Annotated[str, typer.Option(help="read (default), write, read_write, …")] = "read",
-    minutes: Annotated[int, typer.Option(min=1, max=60, help="Grant lifetime, 1-60.")] = 15,
-    reason: Annotated[str | None, typer.Option(help="Why; recorded in the audit.")] = None,
+    scope: GrantScope = "read",
+    minutes: GrantMinutes = 15,
+    reason: Reason = None,
     approver: Annotated[
         list[str] | None, typer.Option("--approver", help="Who may decide (repeat).")
     ] = None,
@@ -224,10 +222,7 @@ def request_list(
     """Every request (operator), with the lazy expiry applied first."""
     params = {name: value for name, value in (("vault", vault), ("state", state)) if value}
     listed = Remote(url).call("GET", "/v1/requests", params=params or None)
-    if as_json:
-        print_json(console, listed)
-    else:
-        print_table(console, listed["requests"], REQUEST_COLUMNS)
+    show_rows(listed, "requests", as_json, REQUEST_COLUMNS)
 
 
 def _decide(verb: str, request_id: str, url: str, as_json: bool) -> None:
@@ -286,7 +281,7 @@ def node_add(
     show(created, as_json, ("id", "resource", "credential"))
 
 
-def _node_row(node: dict[str, Any]) -> dict[str, Any]:
+def _node_row(node: Mapping[str, Any]) -> dict[str, Any]:
     checkpoint = node.get("checkpoint") or {}
     return {**node, "checkpoint_seq": checkpoint.get("seq")}
 
@@ -296,10 +291,7 @@ def _node_row(node: dict[str, Any]) -> dict[str, Any]:
 def node_list(url: Url = DEFAULT_URL, as_json: Json = False) -> None:
     """Every node with its last heartbeat: vaults, revocation seq, audit checkpoint."""
     listed = Remote(url).call("GET", "/v1/nodes")
-    if as_json:
-        print_json(console, listed)
-    else:
-        print_table(console, [_node_row(n) for n in listed["nodes"]], NODE_COLUMNS)
+    show_rows(listed, "nodes", as_json, NODE_COLUMNS, _node_row)
 
 
 @node_app.command("remove")
@@ -376,10 +368,7 @@ def token_list(as_member: AsMember = False, url: Url = DEFAULT_URL, as_json: Jso
     """Unexpired agent tokens: every one (operator), or your own (--as-member). Never the
     token itself."""
     listed = _caller(url, as_member).call("GET", "/v1/tokens")
-    if as_json:
-        print_json(console, listed)
-    else:
-        print_table(console, listed["tokens"], TOKEN_COLUMNS)
+    show_rows(listed, "tokens", as_json, TOKEN_COLUMNS)
 
 
 @token_app.command("revoke")
@@ -403,7 +392,4 @@ def vaults(
 ) -> None:
     """The vaults you may see, each with the MCP URL of the node holding it."""
     listed = _caller(url, as_member).call("GET", "/v1/vaults")
-    if as_json:
-        print_json(console, listed)
-    else:
-        print_table(console, listed["vaults"], VAULT_COLUMNS)
+    show_rows(listed, "vaults", as_json, VAULT_COLUMNS)

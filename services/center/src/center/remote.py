@@ -119,6 +119,21 @@ def show(value: Any, as_json: bool, fields: Sequence[str] = ()) -> None:
         print_fields(console, value, fields)
 
 
+def show_rows(
+    listed: Mapping[str, Any],
+    key: str,
+    as_json: bool,
+    columns: Sequence[str],
+    row: Callable[[Mapping[str, Any]], Mapping[str, Any]] = dict,
+) -> None:
+    """A listing: the whole answer as JSON for scripts, `listed[key]` as a table for people
+    (each row passed through `row` first)."""
+    if as_json:
+        print_json(console, listed)
+    else:
+        print_table(console, [row(item) for item in listed[key]], columns)
+
+
 def print_json(console: Console, value: Any) -> None:
     console.print_json(json.dumps(value))
 

@@ -6,18 +6,20 @@ For tests only: the keys are throw-away and the configuration trusts nothing els
 
 from __future__ import annotations
 
+import http.server
 import json
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from tickets import SigningKey, sign_snapshot
+from tickets import RevocationSnapshot, SigningKey, sign_snapshot
 from tickets import testing as tt
 from vault_node.config import NodeConfig
 
@@ -209,3 +211,45 @@ def stop(process: subprocess.Popen[bytes], grace: float = 20.0) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+class StubCenter:
+    """A center on loopback serving what nodes fetch — its JWKS and the revocation feed,
+    `snapshot` signed by `key` and stamped with the time of each request — and answering
+    503 to everything while `up` is False. `close()` stops it."""
+
+    def __init__(self, key: SigningKey, snapshot: RevocationSnapshot | None = None) -> None:
+        self.key = key
+        self.snapshot = snapshot or tt.snapshot()
+        self.up = True
+        center = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if not center.up:
+                    self.send_error(503)
+                    return
+                if self.path == "/.well-known/jwks.json":
+                    body = json.dumps(tt.key_set(center.key).to_jwks())
+                elif self.path == "/v1/revocations":
+                    fresh = replace(center.snapshot, iat=int(time.time()))
+                    token = sign_snapshot(fresh, center.key)
+                    body = json.dumps({"seq": fresh.seq, "snapshot": token})
+                else:
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(body.encode())
+
+            def log_message(self, *args: Any) -> None:
+                return None
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
