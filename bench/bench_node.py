@@ -37,7 +37,7 @@ from vaultgen import generate, vocabulary
 
 from tickets import testing as tt
 from vault_core.library import Library, Settings
-from vault_node.testing import free_port, key_files, make_config, mint, stop, wait_ready
+from vault_node.testing import make_config, mint, serving_node
 from vault_node.tools import REGISTRY, params_of
 from vault_node.tools.base import Call, Context, check_arguments
 
@@ -71,33 +71,13 @@ class Node:
 
 @contextmanager
 def serving(root: Path) -> Iterator[Node]:
-    """Start the node over `root/data` on a free loopback port; stop it by its PID."""
+    """Start the node over `root/data` on a free loopback port, the rate limit lifted."""
     key = tt.throwaway_key()
-    jwks, revocations = key_files(root, key)
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    config = root / "node.yaml"
-    config.write_text(
-        f"public_url: {base}\nlisten: 127.0.0.1:{port}\ndata_dir: {root / 'data'}\n"
-        f"issuer: {tt.ISSUER}\njwks_file: {jwks}\nrevocation_file: {revocations}\n"
-        "max_stale: 1h\nrate_limit: 1000000000\n"
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SECONDBRAIN_")}
-    command = [sys.executable, "-c", "from vault_node.cli import main; main()"]
-    with (root / "node.log").open("wb") as sink:
-        process = subprocess.Popen(
-            [*command, "serve", "--config", str(config)], stdout=sink, stderr=sink, env=env
-        )
-    try:
-        started = time.perf_counter()
-        problem = wait_ready(base, process, root / "node.log", READY_DEADLINE)
-        if problem:
-            raise SystemExit(problem)
-        print(f"node ready in {time.perf_counter() - started:.1f} s (pid {process.pid})")
-        token = mint(key, "read write delete manage", audience=f"{base}/mcp")
-        yield Node(f"{base}/mcp", token, process)
-    finally:
-        stop(process, grace=30.0)
+    started = time.perf_counter()
+    with serving_node(root, key, "rate_limit: 1000000000\n", deadline=READY_DEADLINE) as node:
+        print(f"node ready in {time.perf_counter() - started:.1f} s (pid {node.process.pid})")
+        token = mint(key, "read write delete manage", audience=f"{node.base}/mcp")
+        yield Node(f"{node.base}/mcp", token, node.process)
 
 
 class Client:

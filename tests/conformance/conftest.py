@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -30,7 +27,7 @@ from starlette.routing import Route
 
 from tickets import SigningKey
 from tickets import testing as tt
-from vault_node.testing import SAMPLE_NOTES, free_port, key_files, mint, stop, wait_ready
+from vault_node.testing import SAMPLE_NOTES, free_port, mint, serving_node
 from vault_node.testing import write_files as write_vault
 
 READY_DEADLINE = 60.0
@@ -58,35 +55,12 @@ class NodeServer:
 def launch(root: Path, public_url: str) -> Iterator[NodeServer]:
     """`secondbrain serve` over the sample vault, offline keys, on a free loopback port."""
     key = tt.throwaway_key()
-    jwks, revocations = key_files(root, key)
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
     write_vault(root / "data" / "default", SAMPLE_NOTES)
-    config = root / "node.yaml"
     # allowed_origins switches the Origin check on (empty means none, DESIGN §4.1); the
     # node's own origin, that of public_url, is always allowed.
-    config.write_text(
-        f"public_url: {public_url}\nlisten: 127.0.0.1:{port}\ndata_dir: {root / 'data'}\n"
-        f"issuer: {tt.ISSUER}\njwks_file: {jwks}\nrevocation_file: {revocations}\n"
-        f"max_stale: 1h\nwatch: false\nallowed_origins: {public_url}\n"
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SECONDBRAIN_")}
-    log = root / "node.log"
-    command = [sys.executable, "-c", "from vault_node.cli import main; main()"]
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [*command, "serve", "--config", str(config)],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-    try:
-        problem = wait_ready(base, process, log, READY_DEADLINE)
-        if problem:
-            pytest.fail(problem)
-        yield NodeServer(base, public_url, key)
-    finally:
-        stop(process)
+    extra = f"watch: false\nallowed_origins: {public_url}\n"
+    with serving_node(root, key, extra, public_url=public_url, deadline=READY_DEADLINE) as node:
+        yield NodeServer(node.base, public_url, key)
 
 
 class BearerProxy:

@@ -7,9 +7,7 @@ with the sample vault; its stdout (the structured log) is kept for the leak chec
 from __future__ import annotations
 
 import contextlib
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,15 +16,7 @@ import pytest
 
 from tickets import SigningKey
 from tickets import testing as tt
-from vault_node.testing import (
-    SAMPLE_NOTES,
-    free_port,
-    key_files,
-    mint,
-    stop,
-    wait_ready,
-    write_files,
-)
+from vault_node.testing import SAMPLE_NOTES, mint, serving_node, write_files
 
 READY_DEADLINE = 60.0
 
@@ -54,35 +44,9 @@ class NodeServer:
 def launch(root: Path, extra: str = "") -> Iterator[NodeServer]:
     """`secondbrain serve` over the sample vault, with `extra` YAML lines in its config."""
     key = tt.throwaway_key()
-    jwks, revocations = key_files(root, key)
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
     write_files(root / "data" / "default", SAMPLE_NOTES)
-    config = root / "node.yaml"
-    config.write_text(
-        f"public_url: {base}\nlisten: 127.0.0.1:{port}\ndata_dir: {root / 'data'}\n"
-        f"issuer: {tt.ISSUER}\njwks_file: {jwks}\nrevocation_file: {revocations}\n"
-        f"max_stale: 1h\n{extra}"
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SECONDBRAIN_")}
-    log = root / "node.log"
-    command = [
-        sys.executable,
-        "-c",
-        "from vault_node.cli import main; main()",
-        "serve",
-        "--config",
-        str(config),
-    ]
-    with log.open("wb") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env)
-    try:
-        problem = wait_ready(base, process, log, READY_DEADLINE)
-        if problem:
-            pytest.fail(problem)
-        yield NodeServer(base, key, root / "data", log, config, process)
-    finally:
-        stop(process)
+    with serving_node(root, key, extra, deadline=READY_DEADLINE) as node:
+        yield NodeServer(node.base, key, root / "data", node.log, node.config, node.process)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from .conftest import NodeServer, free_port, launch
+from vault_node.testing import free_port
+
+from .conftest import NodeServer, launch
 
 pytestmark = pytest.mark.slow
 

@@ -6,13 +6,16 @@ For tests only: the keys are throw-away and the configuration trusts nothing els
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
+import os
 import socket
 import subprocess
+import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -211,6 +214,57 @@ def stop(process: subprocess.Popen[bytes], grace: float = 20.0) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+@dataclass
+class ServedNode:
+    """`secondbrain serve` running as a subprocess: where it listens, its config and log."""
+
+    base: str
+    config: Path
+    log: Path
+    process: subprocess.Popen[bytes]
+
+
+@contextlib.contextmanager
+def serving_node(
+    root: Path,
+    key: SigningKey,
+    extra: str = "",
+    *,
+    public_url: str | None = None,
+    deadline: float = 60.0,
+) -> Iterator[ServedNode]:
+    """`secondbrain serve` over `root/data` on a free loopback port, trusting `key` offline
+    (a JWKS file and a revocation snapshot it signed), with `extra` YAML lines in its
+    config and no SECONDBRAIN_* variable of the caller's environment; ready on entry
+    (RuntimeError with its log when it never gets there), stopped on exit."""
+    jwks, revocations = key_files(root, key)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    config = root / "node.yaml"
+    config.write_text(
+        f"public_url: {public_url or base}\nlisten: 127.0.0.1:{port}\n"
+        f"data_dir: {root / 'data'}\nissuer: {tt.ISSUER}\njwks_file: {jwks}\n"
+        f"revocation_file: {revocations}\nmax_stale: 1h\n{extra}"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SECONDBRAIN_")}
+    log = root / "node.log"
+    command = [sys.executable, "-c", "from vault_node.cli import main; main()"]
+    with log.open("wb") as sink:
+        process = subprocess.Popen(  # noqa: S603 — our own CLI, arguments built here
+            [*command, "serve", "--config", str(config)],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    try:
+        problem = wait_ready(base, process, log, deadline)
+        if problem:
+            raise RuntimeError(problem)
+        yield ServedNode(base, config, log, process)
+    finally:
+        stop(process)
 
 
 class StubCenter:
