@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import httpx
@@ -16,28 +15,17 @@ import pytest
 from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+from ..deploy.conftest import call, mcp_session
 from .conftest import NodeServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio]
 
 
-@asynccontextmanager
-async def connect(server: NodeServer, token: str | None = None) -> AsyncIterator[ClientSession]:
-    headers = {"Authorization": f"Bearer {token or server.token()}"}
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=60) as http,
-        streamable_http_client(server.url, http_client=http) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        yield session
-
-
-async def call(session: ClientSession, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    result = await session.call_tool(tool, arguments)
-    assert not result.is_error, (tool, result.content)
-    assert result.structured_content is not None
-    return result.structured_content
+def connect(
+    server: NodeServer, token: str | None = None
+) -> AbstractAsyncContextManager[ClientSession]:
+    """The official SDK client on this node, initialized, with a bearer token."""
+    return mcp_session(server.url, token or server.token())
 
 
 async def test_initialize_and_the_tool_list(node_server: NodeServer) -> None:
