@@ -192,3 +192,17 @@ async def test_tokens_minted_for_others_die_with_their_issuers_authority(
     with pytest.raises(TokenError) as own_refused:
         verifier.verify(own["token"])
     assert own_refused.value.reason == "generation"
+
+
+@pytest.mark.asyncio
+async def test_every_vault_passes_on_only_when_both_hold_every_vault(
+    client: httpx.AsyncClient, clock: t.Clock
+) -> None:
+    owner = await t.add_member(client, "olga", ["*"], role="owner", scope="allow_all")
+    admin = await t.add_member(client, "ada", ["team"], role="admin", scope="rwd")
+    await t.add_member(client, "wide", ["*"], role="editor", scope="rw")
+    verifier = await t.verifier(client, clock)
+    from_owner = (await mint(client, owner, member="wide")).json()
+    assert verifier.verify(from_owner["token"]).vaults == ("*",)
+    from_admin = (await mint(client, admin, member="wide")).json()
+    assert verifier.verify(from_admin["token"]).vaults == ("team",)

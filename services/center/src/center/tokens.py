@@ -152,12 +152,9 @@ def _vaults_for_other(
     """The vaults both hold and the caller manages: named ones must all qualify; by
     default, those of the member's vaults that qualify."""
     if asked is None:
-        if holder.vaults == (ALL_VAULTS,):
-            if caller.vaults == (ALL_VAULTS,):
-                return [ALL_VAULTS]
-            pool = list(caller.vaults)
-        else:
-            pool = list(holder.vaults)
+        if caller.vaults == holder.vaults == (ALL_VAULTS,):
+            return [ALL_VAULTS]
+        pool = caller.vaults if holder.vaults == (ALL_VAULTS,) else holder.vaults
         found = [v for v in pool if caller.manages(v) and holder.sees(v)]
         if not found:
             raise ForbiddenError(f"you manage none of the vaults of member {holder.id!r}")
