@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -104,9 +106,11 @@ def test_scope_claim_lists_atomic_permissions_in_canonical_order() -> None:
     ("kind", "displaces", "needed"),
     [
         ("read", False, {"read"}),
-        ("write", False, {"write"}),
-        ("write", True, {"write", "delete"}),
-        ("delete", False, {"write", "delete"}),
+        ("add", False, {"write"}),
+        ("add", True, {"read", "write", "delete"}),
+        ("write", False, {"read", "write"}),
+        ("write", True, {"read", "write", "delete"}),
+        ("delete", False, {"read", "write", "delete"}),
         ("vault_create", False, {"read", "write", "delete", "manage"}),
     ],
 )
@@ -123,9 +127,11 @@ def test_vault_create_needs_allow_all_and_nothing_less() -> None:
     assert caught.value.missing == {"manage"}
 
 
-def test_write_only_caller_may_write_but_not_read_or_see_content() -> None:
+def test_write_only_caller_may_only_add_and_never_sees_content() -> None:
     held = s.expand("write")
-    assert s.allows(held, "write")
+    assert s.allows(held, "add")
+    assert not s.allows(held, "write")
+    assert not s.allows(held, "delete")
     assert not s.allows(held, "read")
     assert not s.sees_content(held)
     assert s.sees_content(s.expand("read_write"))
@@ -177,7 +183,7 @@ def test_scope_claim_round_trips(held: frozenset[str]) -> None:
     assert s.from_claim(s.to_claim(held)) == held
 
 
-@given(held=permission_sets, kind=st.sampled_from(["read", "write", "delete", "vault_create"]))
+@given(held=permission_sets, kind=st.sampled_from(get_args(s.ToolKind)))
 def test_allows_and_require_agree(held: frozenset[str], kind: s.ToolKind) -> None:
     if s.allows(held, kind):
         s.require(held, kind)

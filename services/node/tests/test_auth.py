@@ -35,6 +35,8 @@ WRITE_TOOLS = {
     "note_restore",
 }
 DELETE_TOOLS = {"note_delete", "note_merge"}
+ADDING_TOOLS = {"note_create", "inbox_capture", "daily_note", "attachment_put"}
+"""All that a write-only (blind) token may call."""
 
 
 def assert_generic_401(response: Any) -> None:
@@ -159,6 +161,10 @@ async def test_a_key_added_to_the_jwks_file_is_picked_up_on_first_use(node: Harn
     assert response.status_code == 200
 
 
+def message(body: dict[str, Any]) -> dict[str, str]:
+    return {"message": body["message"]} if isinstance(body.get("message"), str) else {}
+
+
 def call_message(tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "jsonrpc": "2.0",
@@ -173,8 +179,9 @@ def call_message(tool: str, arguments: dict[str, Any] | None = None) -> dict[str
     [
         ("read", "reader", "inbox_capture", {"text": "x"}, "write"),
         ("write", "editor", "note_read", {"path": "wiki/backoff"}, "read"),
-        ("read write", "editor", "note_delete", {"path": "wiki/backoff"}, "delete write"),
-        ("read write", "editor", "note_merge", {"path": "a", "from": "b"}, "delete write"),
+        ("write", "editor", "note_edit", {"path": "wiki/backoff"}, "read write"),
+        ("read write", "editor", "note_delete", {"path": "wiki/backoff"}, "delete read write"),
+        ("read write", "editor", "note_merge", {"path": "a", "from": "b"}, "delete read write"),
         ("read write delete", "admin", "vault_create", {"name": "x"}, "delete manage read write"),
         ("read write delete manage", "reader", "inbox_capture", {"text": "x"}, "write"),
     ],
@@ -185,7 +192,10 @@ async def test_a_missing_permission_is_403_insufficient_scope(
     token = node.token(scope, role=role)
     response = await node.post(call_message(tool, arguments), token=token)
     assert response.status_code == 403
-    assert response.json() == {"error": "insufficient_scope", "status": 403, "scope": needed}
+    body = response.json()
+    assert body == {"error": "insufficient_scope", "status": 403, "scope": needed, **message(body)}
+    assert body["message"].startswith(f"{tool} needs the ")
+    assert "ask for a grant with scope" in body["message"]
     challenge = response.headers["www-authenticate"]
     assert f'error="insufficient_scope", scope="{needed}"' in challenge
     assert "resource_metadata=" in challenge
@@ -206,7 +216,7 @@ async def test_an_overwrite_that_displaces_needs_the_delete_permission(
     token = node.token("read write", role="editor")
     response = await node.post(call_message(tool, arguments), token=token)
     assert response.status_code == 403
-    assert response.json()["scope"] == "delete write"
+    assert response.json()["scope"] == "delete read write"
 
 
 async def test_an_overwrite_flag_on_a_new_path_needs_no_delete(node: Harness) -> None:
@@ -231,7 +241,7 @@ async def test_a_forbidden_call_inside_a_batch_is_an_error_object(node: Harness)
     ("scope", "role", "expected"),
     [
         ("read", "reader", 34 - len(WRITE_TOOLS) - len(DELETE_TOOLS) - 1),
-        ("write", "editor", len(WRITE_TOOLS)),
+        ("write", "editor", len(ADDING_TOOLS)),
         ("read write", "editor", 34 - len(DELETE_TOOLS) - 1),
         ("read write delete", "admin", 33),
         ("read write delete manage", "owner", 34),
@@ -245,7 +255,7 @@ async def test_tools_list_shows_exactly_the_permitted_tools(
     names = {tool["name"] for tool in tools}
     assert len(names) == expected
     if scope == "write":
-        assert names == WRITE_TOOLS
+        assert names == ADDING_TOOLS
 
 
 async def test_an_unknown_and_a_forbidden_vault_answer_identically(

@@ -35,8 +35,15 @@ def test_an_unregistered_code_cannot_be_raised() -> None:
 
 
 def test_the_permission_error_names_what_is_missing() -> None:
-    denied = errors.InsufficientPermissionError({"read", "write"}, {"read"})
-    assert "the permission write" in denied.message
+    denied = errors.InsufficientPermissionError({"read", "write"}, {"read"}, tool="note_edit")
+    assert denied.message == (
+        "note_edit needs the write permission, which your token does not hold (it has read); "
+        "ask for a grant with scope read_write"
+    )
+    blind = errors.InsufficientPermissionError({"read"}, {"write"}, blind=("note_create",))
+    assert "it has write" in blind.message
+    assert "blind" in blind.message
+    assert "only note_create" in blind.message
     assert denied.code == "forbidden"
 
 

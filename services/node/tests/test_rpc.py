@@ -291,12 +291,11 @@ async def test_instructions_for_a_read_only_token_say_nothing_changes(node: Harn
     assert "note_edit" not in text
 
 
-async def test_instructions_for_a_write_only_token_say_results_carry_no_text(
-    node: Harness,
-) -> None:
+async def test_instructions_for_a_write_only_token_say_it_is_blind(node: Harness) -> None:
     token = node.token("write", role="editor")
     text = (await node.rpc("initialize", INIT, token=token))["result"]["instructions"]
-    assert "may write but not read" in text
+    assert "may add but not read" in text
+    assert "say nothing of what the vault holds" in text
     assert "note_search first" not in text
 
 

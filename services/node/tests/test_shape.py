@@ -1,4 +1,4 @@
-"""Result shaping: redaction for write-only callers and honest truncation under a byte limit."""
+"""Result shaping: honest truncation under a byte limit."""
 
 from __future__ import annotations
 
@@ -8,18 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vault_node.tools.shape import encode, fit, primary_count, redact, size
-
-
-def test_redaction_removes_content_members_at_any_depth() -> None:
-    result = {
-        "path": "a.md",
-        "diff": "secret",
-        "notes": [{"path": "b", "diff": "x"}],
-        "frontmatter": {"a": 1},
-        "content_hash": "h",
-    }
-    assert redact(result) == {"path": "a.md", "notes": [{"path": "b"}], "content_hash": "h"}
+from vault_node.tools.shape import encode, fit, primary_count, size
 
 
 def test_a_small_result_is_left_as_it_is() -> None:

@@ -21,9 +21,11 @@ from tickets.errors import (
 Permission = Literal["read", "write", "delete", "manage"]
 Scope = Literal["read", "write", "read_write", "read_write_delete", "allow_all"]
 Role = Literal["reader", "editor", "admin", "owner"]
-ToolKind = Literal["read", "write", "delete", "vault_create"]
-"""What a tool does: reads, mutates, destroys (delete, merge, displacing overwrite),
-or creates a vault."""
+ToolKind = Literal["read", "add", "write", "delete", "vault_create"]
+"""What a tool does: reads; adds without looking at what is there (a new note, a capture,
+an append — the only tools a write-only caller may use); changes what is there (its
+outcome depends on existing content, so it needs `read` too); destroys (delete, merge,
+displacing overwrite); or creates a vault."""
 
 PERMISSIONS: tuple[Permission, ...] = get_args(Permission)
 SCOPES: tuple[Scope, ...] = get_args(Scope)
@@ -60,10 +62,13 @@ words (`read+write+delete`, `Read-Write`) normalize to the wire name as well."""
 
 NEEDED: Mapping[ToolKind, Permissions] = {
     "read": frozenset({"read"}),
-    "write": frozenset({"write"}),
-    "delete": frozenset({"write", "delete"}),
+    "add": frozenset({"write"}),
+    "write": frozenset({"read", "write"}),
+    "delete": frozenset({"read", "write", "delete"}),
     "vault_create": EXPANSION["allow_all"],
 }
+"""Write-only is blind: every tool whose answer could depend on what a note says needs
+`read`, so a `write`-only token reaches only the `add` tools (docs/security.md)."""
 
 
 def parse_scope(text: str) -> Scope:
@@ -158,5 +163,5 @@ def require(held: Iterable[str], kind: ToolKind, *, displaces: bool = False) -> 
 
 
 def sees_content(held: Iterable[str]) -> bool:
-    """False for a write-only caller: results then carry hashes and sizes, no note text."""
+    """False for a write-only caller: it may only add, and is told nothing of what is there."""
     return "read" in frozenset(held)

@@ -44,6 +44,8 @@ class WriteOp:
     dry_run: bool = False
     reason: str | None = None  # commit message; None = no commit (summary commit follows)
     skip_touch: bool = False  # leave created/updated alone (spec §11.5)
+    only_new: bool = False  # refuse an existing note before reading it: the answer is blind
+    exists_hint: str = "read it first or pass overwrite"
 
 
 @dataclass
@@ -95,6 +97,8 @@ def apply(vault: Vault, op: WriteOp, actor: Actor | None = None) -> WriteResult:
     """Spec §11.1 steps 1-14, in order."""
     resolved = vault.resolve_note(op.path)
     with vault.lock:
+        if op.only_new and resolved.abs.is_file():
+            raise NoteExistsError(resolved.rel, op.exists_hint)
         current = _read_current(resolved)
         _check_expected(resolved.rel, op.expected_hash, current)
         new_text = op.transform(current.text, current.exists)

@@ -73,15 +73,16 @@ def unauthorized(config: NodeConfig) -> JSONResponse:
     )
 
 
-def forbidden(config: NodeConfig, needed: frozenset[str]) -> JSONResponse:
-    """403 `insufficient_scope`, naming the permissions the call needs."""
+def forbidden(config: NodeConfig, needed: frozenset[str], message: str = "") -> JSONResponse:
+    """403 `insufficient_scope`, naming the permissions the call needs (and, in `message`,
+    the tool, what the token has and the scope to ask for)."""
     scope = " ".join(sorted(needed))
     challenge = (
         f'Bearer error="insufficient_scope", scope="{scope}", '
         f'resource_metadata="{config.metadata_url}"'
     )
     return JSONResponse(
-        {"error": "insufficient_scope", "status": 403, "scope": scope},
+        {"error": "insufficient_scope", "status": 403, "scope": scope, "message": message},
         status_code=403,
         headers={"WWW-Authenticate": challenge, "Cache-Control": "no-store"},
     )

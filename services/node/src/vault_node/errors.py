@@ -9,7 +9,7 @@ Every error a caller can see carries a code from `ERROR_CODES`: a tool error in
     │   ├── UnknownVaultError          unknown_vault   (missing and forbidden look the same)
     │   └── ForbiddenError             forbidden
     ├── ProtocolError                  a JSON-RPC error: rpc_code plus a registry code
-    ├── InsufficientPermissionError               forbidden       (HTTP 403 insufficient_scope)
+    ├── InsufficientPermissionError    forbidden       (HTTP 403 insufficient_scope)
     └── ConfigError                    (startup only: the process refuses to start)
 
 Library errors keep their own codes (vault_core.ERROR_CODES), which are part of
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from tickets.scopes import scope_name
 from vault_core import ERROR_CODES as VAULT_CODES
 
 TOOL_CODES = frozenset({"unknown_vault", "forbidden"})
@@ -90,18 +91,35 @@ class ProtocolError(NodeError):
 
 
 class InsufficientPermissionError(NodeError):
-    """The token is valid but lacks a permission this call needs (HTTP 403)."""
+    """The token is valid but lacks a permission this call needs (HTTP 403).
+
+    The message names the tool, what it needs, what the token has and the scope to ask for;
+    to a write-only caller it also names the few tools it may use (`blind`)."""
 
     code = "forbidden"
 
-    def __init__(self, needed: Iterable[str], held: Iterable[str]) -> None:
+    def __init__(
+        self,
+        needed: Iterable[str],
+        held: Iterable[str],
+        *,
+        tool: str = "this call",
+        blind: Iterable[str] = (),
+    ) -> None:
         self.needed = frozenset(needed)
         self.held = frozenset(held)
-        missing = " ".join(sorted(self.needed - self.held)) or "(none)"
-        super().__init__(
-            f"this call needs the permission {missing}, which your token does not hold; "
-            "ask for a token with it"
+        missing = " and ".join(sorted(self.needed - self.held)) or "(none)"
+        message = (
+            f"{tool} needs the {missing} permission, which your token does not hold "
+            f"(it has {' '.join(sorted(self.held)) or 'none'})"
         )
+        if self.held == {"write"} and blind:
+            message += (
+                "; a write-only token is blind — it may add to the vault but learns nothing "
+                f"of what is there, so it may call only {', '.join(blind)}"
+            )
+        scope = scope_name(self.needed | self.held) or scope_name(self.needed) or "allow_all"
+        super().__init__(f"{message}; ask for a grant with scope {scope}")
 
 
 class ConfigError(Exception):
@@ -110,3 +128,4 @@ class ConfigError(Exception):
     def __init__(self, problems: Iterable[str]) -> None:
         self.problems = list(problems)
         super().__init__("invalid configuration:\n  " + "\n  ".join(self.problems))
+

@@ -37,8 +37,9 @@ def rules(ctx: Context) -> list[str]:
         found.append("This token may only read: no tools that change notes are offered.")
     if writes and not reads:
         found.append(
-            "This token may write but not read: search and read tools are not offered, and "
-            "results carry hashes and sizes but no note text."
+            "This token may add but not read: only the tools that add without looking at "
+            "what is there are offered (a new note, an inbox capture, an append to a daily "
+            "note, a new attachment), and their answers say nothing of what the vault holds."
         )
     return found
 

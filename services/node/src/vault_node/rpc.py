@@ -127,7 +127,7 @@ async def post_mcp(request: Request) -> Response:
         return unauthorized(config)
     except InsufficientPermissionError as exc:
         log.info("permission_denied", needed=sorted(exc.needed))
-        return forbidden(config, exc.needed)
+        return forbidden(config, exc.needed, str(exc))
     except Exception as exc:  # noqa: BLE001 — the HTTP boundary: one generic answer, logged
         log.error("request_failed", error_type=type(exc).__name__)  # noqa: TRY400
         return json_response(rpc_error(None, -32603, "internal", "internal error"), 500)

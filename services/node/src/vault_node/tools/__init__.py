@@ -2,8 +2,8 @@
 
 Each of the 34 tools is declared once (in read, write, capture, maint, history). Dispatch does,
 for all of them: the permission check, argument checking, vault resolution, running
-the handler in a worker thread, error mapping to registry codes, content redaction
-for write-only callers, honest truncation and one audit line.
+the handler in a worker thread, error mapping to registry codes, blind answers for
+write-only callers, honest truncation and one audit line.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from vault_node.errors import (
 )
 from vault_node.tools import capture, history, maint, read, write
 from vault_node.tools.base import Call, Context, Param, Tool, check_arguments, suggest, text
-from vault_node.tools.shape import WRITE_ONLY_NOTICE, encode_bytes, fit, primary_count, redact
+from vault_node.tools.shape import encode_bytes, fit, primary_count
 
 log = structlog.get_logger("vault_node")
 
@@ -41,6 +41,8 @@ per call (bench/bench_node.py measures the whole layer)."""
 
 TOOLS: tuple[Tool, ...] = (*read.TOOLS, *write.TOOLS, *capture.TOOLS, *maint.TOOLS, *history.TOOLS)
 REGISTRY: Mapping[str, Tool] = {tool.name: tool for tool in TOOLS}
+BLIND = tuple(tool.name for tool in TOOLS if tool.kind == "add")
+"""What a write-only caller may call: the tools that add without looking (docs/security.md)."""
 VAULT_PARAM = text(
     "The vault to work in (default: the node's default vault; vault_list shows "
     "the vaults you can use)."
@@ -130,9 +132,13 @@ def _permit(ticket: Ticket, tool: Tool) -> None:
     try:
         ticket.require(tool.kind)
     except InsufficientScopeError as exc:
-        raise InsufficientPermissionError(exc.needed, exc.held) from exc
+        raise _refusal(tool, exc) from exc
     except TokenError as exc:
         raise AuthFailure(exc.reason) from exc
+
+
+def _refusal(tool: Tool, exc: InsufficientScopeError) -> InsufficientPermissionError:
+    return InsufficientPermissionError(exc.needed, exc.held, tool=tool.name, blind=BLIND)
 
 
 async def _execute(
@@ -149,7 +155,7 @@ async def _execute(
     try:
         return await asyncio.get_running_loop().run_in_executor(WORKERS, tool.handler, call)
     except InsufficientScopeError as exc:
-        raise InsufficientPermissionError(exc.needed, exc.held) from exc
+        raise _refusal(tool, exc) from exc
     except TokenError as exc:
         raise AuthFailure(exc.reason) from exc
 
@@ -166,10 +172,8 @@ def _vault(ctx: Context, name: str | None) -> OpenVault:
 
 
 def _success(payload: dict[str, Any], ctx: Context, audit: _Audit) -> dict[str, Any]:
-    if not ctx.sees_content:
-        redacted = redact(payload)
-        if redacted != payload:
-            payload = {**redacted, "notice": WRITE_ONLY_NOTICE}
+    if not ctx.sees_content:  # blind: only what follows from the call itself
+        payload = {key: payload[key] for key in audit.tool.blind if key in payload}
     body = encode_bytes(payload)
     payload, truncated = fit(payload, ctx.config.max_response_bytes, len(body))
     if truncated:

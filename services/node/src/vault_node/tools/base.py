@@ -280,3 +280,6 @@ class Tool:
     hints: Hints
     handler: Handler
     uses_vault: bool = True
+    blind: tuple[str, ...] = ()
+    """For an `add` tool: the members of its answer that follow from the call alone — all a
+    caller who cannot read is told, so no answer of it depends on what the vault holds."""

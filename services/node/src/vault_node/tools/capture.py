@@ -20,7 +20,6 @@ from vault_core import (
     sections,
     templates,
 )
-from vault_core.edit import Transform
 from vault_core.errors import HeadingNotFoundError
 from vault_core.frontmatter import Rfc3339, tag_values
 from vault_core.vault import rfc3339
@@ -51,13 +50,14 @@ def note_from_template(call: Call) -> dict[str, Any]:
             lambda fm: fm.set("tags", list(dict.fromkeys([*tag_values(fm.get("tags")), *extra]))),
         )
     target = args["path"] or templates.default_template_target(title, now)
-
-    def transform(current: str, exists: bool) -> str:
-        if exists:
-            raise NoteExistsError(call.vault.resolve_note(target).rel, "pass another path")
-        return rendered
-
-    result = apply(call, target, transform, tool="note_from_template", dry_run=args["dry_run"])
+    result = apply(
+        call,
+        target,
+        lambda current, exists: rendered,
+        tool="note_from_template",
+        dry_run=args["dry_run"],
+        taken="pass another path",
+    )
     return {**result.response(), "template": source}
 
 
@@ -77,6 +77,7 @@ def daily_note(call: Call) -> dict[str, Any]:
     day = templates.parse_day(args["date"]) if args["date"] else today(call.vault)
     rel = templates.daily_path(day)
     if args["append"] is None:
+        call.require("read")  # without `append` it is a read (and a write-only caller is blind)
         existing = read_if_exists(call.vault, rel)
         if existing is not None:
             return {
@@ -128,19 +129,12 @@ def inbox_capture(call: Call) -> dict[str, Any]:
     for attempt in range(1, 100):
         rel = base if attempt == 1 else templates.numbered(base, attempt)
         try:
-            return apply(call, rel, _only_new(rel, content), tool="inbox_capture").response()
+            return apply(
+                call, rel, lambda current, exists: content, tool="inbox_capture", taken=""
+            ).response()
         except NoteExistsError:
             continue
     raise ArgumentError("too many captures with this title this minute; pass another title")
-
-
-def _only_new(rel: str, content: str) -> Transform:
-    def transform(current: str, exists: bool) -> str:
-        if exists:
-            raise NoteExistsError(rel)
-        return content
-
-    return transform
 
 
 def daily_range(call: Call) -> dict[str, Any]:
@@ -208,7 +202,10 @@ TOOLS = [
         "what happened; for loose ideas use inbox_capture.",
         {
             "date": text("The day as YYYY-MM-DD (default today)."),
-            "append": text("Markdown to add; omit to just read the note.", trim=False),
+            "append": text(
+                "Markdown to add; omit to just read the note (that needs the read permission).",
+                trim=False,
+            ),
             "heading": text(
                 "Heading to add under (default the current time, HH:MM); an "
                 "existing section with that heading is extended."
@@ -216,12 +213,13 @@ TOOLS = [
             "dry_run": flag(DRY, False),
         },
         result_schema(
-            {"vault": STR, "path": STR, "date": STR, "content_hash": STR},
+            {"vault": STR, "path": STR, "date": STR},
             {**write_schema()["properties"], "content": STR, "existed": BOOL},
         ),
-        "write",
+        "add",
         ADD,
         daily_note,
+        blind=("vault", "path", "date", "created", "existed", "dry_run"),
     ),
     Tool(
         "inbox_capture",
@@ -236,9 +234,10 @@ TOOLS = [
             "source": text("Where it came from (a URL, a conversation), kept in the frontmatter."),
         },
         write_schema(),
-        "write",
+        "add",
         ADD,
         inbox_capture,
+        blind=("vault", "path", "bytes", "content_hash", "created"),
     ),
     Tool(
         "daily_range",

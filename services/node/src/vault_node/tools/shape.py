@@ -1,4 +1,4 @@
-"""The shape of tool results: output-schema building blocks, content redaction, honest truncation.
+"""The shape of tool results: output-schema building blocks and honest truncation.
 
 A result is one JSON object, sent twice (indented text and `structuredContent`). It
 never exceeds `max_response_bytes`: lists and long strings are cut, and the result
@@ -58,39 +58,6 @@ WRITE_OPTIONAL: dict[str, Any] = {
 def write_schema(extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The common write response of spec §13.3, with a tool's own members."""
     return result_schema(WRITE_FIELDS, {**WRITE_OPTIONAL, **(extra or {})})
-
-
-# Members that carry what a note says. A write-only caller gets results without them.
-CONTENT_KEYS = frozenset(
-    {
-        "diff",
-        "content",
-        "frontmatter",
-        "task",
-        "link_updates",
-        "still_linked_from",
-        "would_create",
-        "snippet",
-        "context",
-        "text",
-        "headings",
-        "links",
-        "tasks",
-    }
-)
-WRITE_ONLY_NOTICE = (
-    "your token may write but not read: note text, diffs and frontmatter are left out; "
-    "hashes and sizes remain"
-)
-
-
-def redact(value: Any) -> Any:
-    """The value without content members, at any depth."""
-    if isinstance(value, dict):
-        return {k: redact(v) for k, v in value.items() if k not in CONTENT_KEYS}
-    if isinstance(value, list):
-        return [redact(v) for v in value]
-    return value
 
 
 def encode_bytes(value: Any) -> bytes:

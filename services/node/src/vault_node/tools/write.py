@@ -14,7 +14,6 @@ from urllib.parse import quote
 
 from vault_core import (
     FrontmatterError,
-    NoteExistsError,
     NoteNotFoundError,
     VaultExistsError,
     edit,
@@ -36,6 +35,7 @@ from vault_node.tools.shape import BOOL, INT, STR, STRS, result_schema, write_sc
 PATH = "Vault-relative path of the note, e.g. wiki/rate-limiting.md (.md may be left out)."
 HASH = "The content_hash from note_read; the change is refused if the note changed since."
 DRY = "Show what would change (with a diff) without writing anything (default false)."
+TAKEN = "search first: read it with note_read and extend it, or pass overwrite to replace it"
 
 
 def apply(
@@ -47,8 +47,12 @@ def apply(
     expected: str | None = None,
     dry_run: bool = False,
     skip_touch: bool = False,
+    taken: str | None = None,
 ) -> WriteResult:
-    """One write through the vault's write path, committed as `<tool>: <path>`."""
+    """One write through the vault's write path, committed as `<tool>: <path>`.
+
+    `taken` makes it a write of a new note only: an existing one is refused with that hint
+    before anything of it is read, so the answer never depends on what it holds."""
     rel = call.vault.resolve_note(path).rel
     op = WriteOp(
         rel,
@@ -57,6 +61,8 @@ def apply(
         dry_run=dry_run,
         reason=f"{tool}: {rel}",
         skip_touch=skip_touch,
+        only_new=taken is not None,
+        exists_hint=taken or "",
     )
     return edit.apply(call.vault, op, call.actor)
 
@@ -91,17 +97,15 @@ def note_create(call: Call) -> dict[str, Any]:
     if args["overwrite"] and target.abs.is_file():
         call.require("write", displaces=True)
     title = args["title"] or note.stem(target.rel)
-
-    def transform(current: str, exists: bool) -> str:
-        if exists and not args["overwrite"]:
-            raise NoteExistsError(
-                target.rel,
-                "search first: read it with note_read and extend "
-                "it, or pass overwrite to replace it",
-            )
-        return new_note(target.rel, title, args["tags"] or [], args["content"])
-
-    result = apply(call, target.rel, transform, tool="note_create", dry_run=args["dry_run"])
+    content = new_note(target.rel, title, args["tags"] or [], args["content"])
+    result = apply(
+        call,
+        target.rel,
+        lambda current, exists: content,
+        tool="note_create",
+        dry_run=args["dry_run"],
+        taken=None if args["overwrite"] else TAKEN,
+    )
     out = result.response()
     if result.changed and not result.dry_run:
         out["hint"] = (
@@ -369,9 +373,10 @@ TOOLS = [
             "dry_run": flag(DRY, False),
         },
         write_schema(),
-        "write",
+        "add",
         CHANGE,
         note_create,
+        blind=("vault", "path", "bytes", "content_hash", "created", "dry_run", "hint"),
     ),
     Tool(
         "note_write",
@@ -524,9 +529,10 @@ TOOLS = [
             ),
         },
         result_schema({"vault": STR, "path": STR, "bytes": INT, "markdown": STR}),
-        "write",
+        "add",
         SET,
         attachment_put,
+        blind=("vault", "path", "bytes", "markdown"),
     ),
     Tool(
         "vault_create",
