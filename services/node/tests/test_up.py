@@ -326,3 +326,24 @@ def test_a_taken_port_is_one_clear_line(
     assert f"port {busy} on 127.0.0.1 is taken" in up.output
     assert option in up.output
     assert len(up.output.strip().splitlines()) == 1
+
+
+def test_a_second_up_on_one_data_dir_is_one_clear_line_and_rewrites_nothing(
+    running: Up, tmp_path: Path, launch: Callable[..., Up]
+) -> None:
+    data = tmp_path / "data"
+    kept = {
+        path: (path.read_bytes(), path.stat().st_mtime_ns)
+        for path in [data / "node.yaml", *(data / "center").iterdir()]
+        if path.is_file()
+    }
+    second = launch(data, (free_port(), free_port()))
+    code = second.process.wait(timeout=DEADLINE)
+    second.read_rest()
+    assert code == 2
+    assert second.output.splitlines() == [
+        f"error: another `secondbrain up` (pid {running.process.pid}) uses this data directory; "
+        "stop it first (Ctrl-C where it runs), or pass --data-dir with another folder"
+    ]
+    assert {path: (path.read_bytes(), path.stat().st_mtime_ns) for path in kept} == kept
+    assert running.process.poll() is None

@@ -32,6 +32,7 @@ from vault_node.app import configure_logging, create_app, create_metrics_app, se
 from vault_node.auth import KeySource
 from vault_node.config import DEFAULT_CONFIG, load_config
 from vault_node.errors import ConfigError
+from vault_node.lock import NODE_LOCK, DataDirBusyError, exclusive
 from vault_node.up import UpError, UpOptions
 from vault_node.up import run as run_up
 
@@ -169,19 +170,21 @@ def up(
 def serve(config_path: ConfigPath = None) -> None:
     """Run the node: MCP on /mcp, health on /healthz (settings: docs/node.md)."""
     config = load_config(config_path)
-    configure_logging(config.log_level)
-    source = config_path or Path(os.environ.get("SECONDBRAIN_CONFIG", "") or DEFAULT_CONFIG)
-    node_app = create_app(config, config_path=source if source.is_file() else None)
-    side = None
-    if config.metrics and config.metrics_listen:
-        side = _server(
-            create_metrics_app(node_app.state.node), *config.host_port(config.metrics_listen)
-        )
-    main = _server(node_app, *config.host_port())
-    # The loop uvicorn would pick itself (uvloop where installed): its wake-ups from the
-    # worker threads are cheaper, 0.05-0.1 ms a tool call in bench/bench_node.py.
-    with asyncio.Runner(loop_factory=main.config.get_loop_factory()) as runner:
-        runner.run(serve_all(main, side))
+    # Before anything under data_dir is opened: one writer per index and git repository.
+    with exclusive(config.data_dir, NODE_LOCK, "secondbrain serve"):
+        configure_logging(config.log_level)
+        source = config_path or Path(os.environ.get("SECONDBRAIN_CONFIG", "") or DEFAULT_CONFIG)
+        node_app = create_app(config, config_path=source if source.is_file() else None)
+        side = None
+        if config.metrics and config.metrics_listen:
+            side = _server(
+                create_metrics_app(node_app.state.node), *config.host_port(config.metrics_listen)
+            )
+        main = _server(node_app, *config.host_port())
+        # The loop uvicorn would pick itself (uvloop where installed): its wake-ups from the
+        # worker threads are cheaper, 0.05-0.1 ms a tool call in bench/bench_node.py.
+        with asyncio.Runner(loop_factory=main.config.get_loop_factory()) as runner:
+            runner.run(serve_all(main, side))
 
 
 def _server(asgi: Any, host: str, port: int) -> uvicorn.Server:
@@ -256,11 +259,12 @@ def reindex(
             if p.is_dir() and paths.VAULT_NAME.fullmatch(p.name)
         )
     )
-    for name in names:
-        root = config.data_dir / paths.check_vault_name(name)
-        if not root.is_dir():
-            raise VaultCliError(f"unknown vault: {name}")
-        _reindex(root, name, full=full)
+    with exclusive(config.data_dir, NODE_LOCK, "secondbrain reindex"):
+        for name in names:
+            root = config.data_dir / paths.check_vault_name(name)
+            if not root.is_dir():
+                raise VaultCliError(f"unknown vault: {name}")
+            _reindex(root, name, full=full)
 
 
 def _reindex(root: Path, name: str, *, full: bool) -> None:
@@ -311,6 +315,11 @@ def main() -> None:
         sys.exit(2)
     except (VaultError, VaultCliError) as exc:
         console.print(f"[red]error:[/] {exc}", highlight=False)
+        sys.exit(2)
+    except DataDirBusyError as exc:
+        # plain, on stderr: one line whatever the terminal width
+        print(f"error: {exc}; stop it first, or give this one a data_dir of its own",
+              file=sys.stderr)  # fmt: skip
         sys.exit(2)
     except Exception as exc:  # noqa: BLE001 — CLI main is a boundary: one line, no traceback
         console.print(f"[red]error:[/] {type(exc).__name__}: {exc}", highlight=False)

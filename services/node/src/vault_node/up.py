@@ -30,6 +30,7 @@ import yaml
 
 from tickets import SigningKey
 from vault_core import layouts
+from vault_node.lock import UP_LOCK, DataDirBusyError, exclusive
 
 LOOPBACK = "127.0.0.1"
 OWNER = "owner"
@@ -437,6 +438,17 @@ def start_services(place: Place, children: Children) -> dict[str, Any]:
 def run(options: UpOptions) -> int:
     """Start everything, print how to connect, and run until a signal or a child's exit."""
     place = Place(options.data_dir.resolve(), options.center_port, options.node_port)
+    try:
+        with exclusive(place.data_dir, UP_LOCK, "secondbrain up"):
+            return _run_locked(place, options)
+    except DataDirBusyError as exc:
+        raise UpError(
+            f"{exc}; stop it first (Ctrl-C where it runs), or pass --data-dir with another folder"
+        ) from None
+
+
+def _run_locked(place: Place, options: UpOptions) -> int:
+    # Holding the data directory: nothing in it (node.yaml, the secrets) is rewritten before.
     check_ports(place)
     children = Children(place.logs)
     previous = {sig: signal.signal(sig, _stop_on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
