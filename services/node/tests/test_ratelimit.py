@@ -27,6 +27,17 @@ def test_a_bucket_allows_its_burst_then_refills_evenly() -> None:
     assert buckets.take("alice") > 0
 
 
+def test_several_calls_are_taken_all_or_none_with_the_wait_for_all() -> None:
+    clock = Clock()
+    buckets = Buckets(60, clock=clock)
+    assert buckets.take("alice", 50) == 0.0
+    assert buckets.take("alice", 20) == pytest.approx(10.0)
+    assert buckets.take("alice", 10) == 0.0  # the refused 20 took nothing
+    clock.now += 10.0
+    assert buckets.take("alice", 11) == pytest.approx(1.0)
+    assert buckets.take("alice", 10) == 0.0
+
+
 def test_keys_are_bounded_and_idle_ones_go_first() -> None:
     clock = Clock()
     buckets = Buckets(600, clock=clock, max_keys=3)
@@ -58,3 +69,14 @@ async def test_the_node_answers_429_with_retry_after_per_principal(
     assert int(limited.headers["retry-after"]) >= 1
     other = await node.post(ping, token=node.token(sub="bob"))
     assert other.status_code == 200
+
+
+@pytest.mark.asyncio
+async def test_each_message_of_a_batch_is_one_call(start_node: NodeFactory) -> None:
+    node = await start_node(rate_limit=5)
+    batch = [{"jsonrpc": "2.0", "id": n, "method": "ping"} for n in range(3)]
+    assert (await node.post(batch)).status_code == 200
+    limited = await node.post(batch)
+    assert limited.status_code == 429
+    assert int(limited.headers["retry-after"]) >= 1
+    assert (await node.post(batch[:1])).status_code == 200

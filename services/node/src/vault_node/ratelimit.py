@@ -1,4 +1,5 @@
-"""Token buckets (spec §5.8): 600 calls a minute per principal on every `/mcp` method.
+"""Token buckets (spec §5.8): 600 calls a minute per principal on every `/mcp` method,
+each message of a JSON-RPC batch counting as one call.
 
 Buckets refill continuously; one idle for 10 minutes is dropped when room is needed, and
 there are never more than 10,000 keys, so a flood of new keys cannot grow memory.
@@ -32,18 +33,19 @@ class Buckets:
         self._buckets: dict[str, tuple[float, float]] = {}  # key → (tokens, last seen)
         self._lock = threading.Lock()
 
-    def take(self, key: str) -> float:
-        """0.0 when the call may go ahead, else the seconds until a token is free."""
+    def take(self, key: str, count: int = 1) -> float:
+        """0.0 when `count` calls may go ahead (all of them are taken), else the seconds until
+        they may (none is taken): all or nothing, so a batch never runs in part."""
         now = self.clock()
         with self._lock:
             tokens, seen = self._buckets.get(key, (self.capacity, now))
             tokens = min(self.capacity, tokens + (now - seen) * self.rate)
-            if tokens < 1.0:
+            if tokens < count:
                 self._buckets[key] = (tokens, now)
-                return (1.0 - tokens) / self.rate
+                return (count - tokens) / self.rate
             if key not in self._buckets and len(self._buckets) >= self.max_keys:
                 self._make_room(now)
-            self._buckets[key] = (tokens - 1.0, now)
+            self._buckets[key] = (tokens - count, now)
             return 0.0
 
     def _make_room(self, now: float) -> None:

@@ -8,6 +8,7 @@ Stateless: no `Mcp-Session-Id` is ever issued (one sent by a client is ignored),
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from importlib.metadata import version as package_version
 from typing import Any
 from urllib.parse import urlsplit
@@ -102,7 +103,8 @@ async def post_mcp(request: Request) -> Response:
         if refusal := origin_refusal(request, config):
             return refusal
         ticket = await authenticate(request, node.verifier)
-        if limited := rate_limited(node.buckets, f"principal:{ticket.principal}"):
+        key = f"principal:{ticket.principal}"
+        if limited := rate_limited(node.buckets, key):  # before the body is even read
             return limited
         announced = request.headers.get("mcp-protocol-version", HEADER_DEFAULT_VERSION)
         if announced not in SUPPORTED_VERSIONS:
@@ -121,7 +123,8 @@ async def post_mcp(request: Request) -> Response:
             return transport_error(
                 413, "payload_too_large", f"the request body is over {MAX_BODY} bytes"
             )
-        return await handle(Context(node.library, config, ticket, node.metrics), body)
+        ctx = Context(node.library, config, ticket, node.metrics)
+        return await handle(ctx, body, lambda size: batch_limited(node.buckets, key, size))
     except AuthFailure as exc:
         log.info("auth_failed", reason=exc.reason)
         return unauthorized(config)
@@ -136,15 +139,35 @@ async def post_mcp(request: Request) -> Response:
 def rate_limited(buckets: Buckets, key: str) -> Response | None:
     """429 with Retry-After when this key has used up its calls for now."""
     wait = buckets.take(key)
-    if wait <= 0:
-        return None
-    log.warning("rate_limited", key=key.split(":", 1)[0])
-    return transport_error(
-        429,
-        "rate_limited",
-        "too many calls; retry after the pause",
-        **{"Retry-After": retry_after(wait)},
-    )
+    return None if wait <= 0 else _too_many(key, wait)
+
+
+def batch_limited(buckets: Buckets, key: str, size: int) -> Response | None:
+    """A batch is `size` calls, all run or none: the request took the first before its body
+    was read, the rest are taken now or the whole batch gets 429, with the Retry-After
+    after which all of it fits (a refused batch still costs the call its request took)."""
+    if size > buckets.capacity:
+        return json_response(
+            rpc_error(
+                None,
+                INVALID_REQUEST,
+                "invalid_request",
+                f"this batch holds {size} calls but this node allows {int(buckets.capacity)} "
+                "a minute; send smaller batches",
+            ),
+            400,
+        )
+    wait = buckets.take(key, size - 1)
+    # Retrying needs every call of the batch again: one more than are missing now.
+    return None if wait <= 0 else _too_many(key, wait + 1 / buckets.rate, size)
+
+
+def _too_many(key: str, wait: float, calls: int = 1) -> Response:
+    log.warning("rate_limited", key=key.split(":", 1)[0], calls=calls)
+    message = "too many calls; retry after the pause"
+    if calls > 1:
+        message = f"too many calls: none of this batch of {calls} ran; retry it after the pause"
+    return transport_error(429, "rate_limited", message, **{"Retry-After": retry_after(wait)})
 
 
 def _client_key(request: Request) -> str:
@@ -201,8 +224,11 @@ async def read_body(request: Request) -> bytes | None:
     return b"".join(chunks)
 
 
-async def handle(ctx: Context, body: bytes) -> Response:
-    """Answer one message or a batch; notifications alone get 202 and no body."""
+async def handle(
+    ctx: Context, body: bytes, limit: Callable[[int], Response | None] = lambda size: None
+) -> Response:
+    """Answer one message or a batch; notifications alone get 202 and no body. `limit`
+    charges a batch's messages to the rate limit: a refusal it returns is the answer."""
     try:
         message = json.loads(body)
     except (ValueError, RecursionError):
@@ -220,6 +246,8 @@ async def handle(ctx: Context, body: bytes) -> Response:
                 ),
                 400,
             )
+        if refused := limit(len(message)):
+            return refused
         replies = [reply for item in message if (reply := await answer(ctx, item, True))]
         return json_response(replies) if replies else Response(status_code=202, headers=NO_STORE)
     if not isinstance(message, dict):
