@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from vault_core import search
+from vault_core import search, snippet
 from vault_core.errors import InvalidArgumentError
 from vault_core.index import Index
 from vault_core.search import Filters
@@ -220,6 +220,23 @@ def test_snippets_mark_the_hits(build: Build) -> None:
     index = build({"a.md": "---\ntitle: T\n---\nBefore the Needle after.\n", "b.md": "x\n"})
     (hit,) = search.search(index, "needle").hits
     assert hit.snippet == "Before the <<Needle>> after.\n"
+
+
+def test_a_note_holding_one_word_800000_times_gets_its_snippet_from_a_window(
+    build: Build,
+) -> None:
+    # FTS5's snippet() over the whole note scored every match against every other:
+    # this search took minutes. The snippet now looks at snippet.WINDOW characters.
+    planted = "# Big\n\n" + "word " * 800_000
+    index = build({"big.md": planted, "small.md": "# Small\n\na word here\n"})
+    results = search.search(index, "word")
+    assert sorted(paths_of(results)) == ["big.md", "small.md"]
+    big = next(hit for hit in results.hits if hit.path == "big.md")
+    assert big.snippet.startswith("# Big\n\n<<word>> <<word>> <<word>>")
+    assert big.snippet.endswith(" … ")
+    assert len(big.snippet) < snippet.WINDOW
+    small = next(hit for hit in results.hits if hit.path == "small.md")
+    assert small.snippet == "# Small\n\na <<word>> here\n"
 
 
 def test_hits_carry_title_tags_modified_and_bytes(build: Build) -> None:

@@ -24,6 +24,7 @@ which call to make instead. No message ever contains an absolute host path.
     ├── EncodingError                 invalid_argument   (not UTF-8)
     ├── AttachmentTypeError           invalid_argument
     ├── VersioningOffError            versioning_off
+    ├── DeadlineError                 timeout            (the call ran past its deadline)
     └── StorageError                  internal           (an OS error, translated)
 """
 
@@ -215,6 +216,19 @@ class VersioningOffError(VaultError):
         self.reason = reason
 
 
+class DeadlineError(VaultError):
+    """Work stopped at the per-call deadline (`vault_core.deadline`): nothing was changed."""
+
+    code = "timeout"
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(
+            f"the call ran past its deadline of {seconds:g} s and was stopped; narrow it "
+            "(more specific words, a prefix or tag filter, a smaller limit) and retry"
+        )
+        self.seconds = seconds
+
+
 class StorageError(VaultError):
     """An operating-system failure, translated at the library edge (no host paths)."""
 
@@ -235,6 +249,7 @@ ERROR_CODES = frozenset(
         "hash_mismatch",
         "too_large",
         "versioning_off",
+        "timeout",
         "internal",
     }
 )

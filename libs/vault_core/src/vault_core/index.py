@@ -19,7 +19,7 @@ from pathlib import Path
 
 import structlog
 
-from vault_core import linkstore, paths, snapshot
+from vault_core import deadline, linkstore, paths, snapshot
 from vault_core.frontmatter import plain_value
 from vault_core.schema import SCHEMA, SCHEMA_VERSION
 from vault_core.snapshot import Snapshot
@@ -121,6 +121,12 @@ class Index:
                 self._readers.put(conn)
             else:
                 conn.close()
+
+    @contextlib.contextmanager
+    def querying(self) -> Iterator[sqlite3.Connection]:
+        """A reader connection whose statements the per-call deadline can interrupt."""
+        with self.reading() as conn, deadline.interruptible(conn):
+            yield conn
 
     # ------------------------------------------------------------------ updates
 

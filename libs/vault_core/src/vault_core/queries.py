@@ -1,7 +1,8 @@
 """Answers from the index alone: stats, tags, the link graph, related notes, tasks, review.
 
 Each function is one or a few SQL queries on a reader connection (spec §10.6,
-§13.1, §13.2, §13.5-§13.7); none reads a note from disk.
+§13.1, §13.2, §13.5-§13.7), which the per-call deadline can stop; none reads a
+note from disk.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ _ORPHAN = (
 
 def stats(index: Index) -> dict[str, Any]:
     """Spec §13.1 `vault_stats`: counts, broken links, orphans, open tasks, top tags."""
-    with index.reading() as conn:
+    with index.querying() as conn:
         notes, attachments, words, size, last = conn.execute(
             "SELECT coalesce(sum(is_note), 0), coalesce(sum(1 - is_note), 0),"
             " coalesce(sum(words), 0), coalesce(sum(size), 0), max(mtime) FROM notes"
@@ -48,7 +49,7 @@ def stats(index: Index) -> dict[str, Any]:
 def tag_list(index: Index, prefix: str = "", limit: int = 200) -> list[dict[str, Any]]:
     """Tags with their note counts, most used first, ties alphabetical."""
     wanted = prefix.strip().lstrip("#").lower()
-    with index.reading() as conn:
+    with index.querying() as conn:
         rows = conn.execute(
             r"SELECT tag, count(DISTINCT path) AS c FROM tags WHERE tag LIKE ? ESCAPE '\'"
             " GROUP BY tag ORDER BY c DESC, tag LIMIT ?",
@@ -59,7 +60,7 @@ def tag_list(index: Index, prefix: str = "", limit: int = 200) -> list[dict[str,
 
 def backlinks(index: Index, path: str) -> dict[str, list[dict[str, Any]]]:
     """Incoming and outgoing links of a path, and its broken outgoing links."""
-    with index.reading() as conn:
+    with index.querying() as conn:
         incoming = conn.execute(
             "SELECT l.src, coalesce(n.title, ''), l.target, l.anchor FROM links l"
             " LEFT JOIN notes n ON n.path = l.src WHERE l.resolved = ? AND l.src != ?"
@@ -93,7 +94,7 @@ class Related:
 def related(index: Index, path: str, limit: int = 10) -> list[Related]:
     """Spec §10.6: rare shared tags 6.0, links out 3.0, links in 3.0, co-citation 1.5."""
     scores: defaultdict[str, float] = defaultdict(float)
-    with index.reading() as conn:
+    with index.querying() as conn:
         for other, weight in conn.execute(
             "SELECT t2.path, 1.0 / (SELECT count(DISTINCT t3.path) FROM tags t3"
             " WHERE t3.tag = t1.tag) FROM tags t1"
@@ -150,7 +151,7 @@ def tasks(
         # SQLite's lower() and LIKE fold ASCII only; "Äpfel" must match "äpfel" too.
         clause.append("instr(casefold(t.text), ?) > 0")
         params.append(contains.casefold())
-    with index.reading() as conn:
+    with index.querying() as conn:
         conn.create_function("casefold", 1, str.casefold, deterministic=True)
         rows = conn.execute(
             "SELECT t.path, t.line, t.text, t.done, coalesce(n.title, '') FROM tasks t"
@@ -183,7 +184,7 @@ def review(
                       " ORDER BY t.path, t.line LIMIT ?", ()),
     }  # fmt: skip
     items: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    with index.reading() as conn:
+    with index.querying() as conn:
         for category in chosen:
             sql, params = queries[category]
             for path, title, reason, raw in conn.execute(sql, (*params, limit)):
@@ -199,7 +200,7 @@ def attachments(
 ) -> list[dict[str, Any]]:
     """Attachments under `prefix` with the number of notes whose links resolve to each."""
     wanted = prefix.strip().strip("/")
-    with index.reading() as conn:
+    with index.querying() as conn:
         rows = conn.execute(
             "SELECT n.path, n.size, n.mtime,"
             " (SELECT count(DISTINCT l.src) FROM links l WHERE l.resolved = n.path)"

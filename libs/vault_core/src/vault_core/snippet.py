@@ -1,0 +1,178 @@
+"""Search snippets built from a bounded window of each hit's body.
+
+FTS5's snippet() scores every match of a note against every other one, so a
+note holding one word 800,000 times held a search for minutes. Here the first
+match is found by a linear scan, and snippet() runs on at most WINDOW characters
+around it, in a private in-memory table with the index's tokenizer: FTS5's own
+highlighting, with the work per hit bounded whatever a note holds.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+WINDOW = 1024
+"""Characters of a body one snippet looks at: FTS5's snippet cost grows with the square
+of the matches inside them, so this bounds it (a quarter of a million pairs at most)."""
+BEFORE = 200  # of them, ahead of the match, so the snippet can centre it
+TOKENIZER = "unicode61 remove_diacritics 2"  # the index's (schema.py): the same words match
+TOKENS = 24
+OPEN, CLOSE, ELLIPSIS = "<<", ">>", " … "
+_CANDIDATES = 32  # matches tried for a window that holds every term of the query
+_MAX_TERMS = 32
+_OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})
+_QUERY_TOKEN = re.compile(r'"((?:[^"]|"")*)"\s*(\*?)|([^\s"()*:^+{},]+)\s*(\*?)(\s*:)?')
+_WORD = re.compile(r"[^\W_]+")
+_SPACE = re.compile(r"\s")
+_COMBINING = "[\u0300-\u036f]*"
+
+
+@dataclass(frozen=True)
+class Term:
+    """One word of a query, folded as the tokenizer folds it; `prefix` for `word*`."""
+
+    word: str
+    prefix: bool = False
+
+    def pattern(self) -> str:
+        chars = "".join(_char_class(ch) + _COMBINING for ch in self.word)
+        return rf"(?<![^\W_]){chars}" + ("" if self.prefix else r"(?![^\W_])")
+
+    def query(self) -> str:
+        return f'"{self.word}"' + (" *" if self.prefix else "")
+
+
+@dataclass(frozen=True)
+class Window:
+    """The part of a body a snippet is made from: `text` is body[start:end]."""
+
+    text: str
+    start: int
+    end: int
+    size: int  # of the whole body
+
+    def framed(self, snippet: str) -> str:
+        """FTS5 saw only the window: mark the cut ends as it marks its own."""
+        if self.start > 0 and not snippet.startswith(ELLIPSIS):
+            snippet = ELLIPSIS + snippet.lstrip()
+        if self.end < self.size and not snippet.endswith(ELLIPSIS):
+            snippet = snippet.rstrip() + ELLIPSIS
+        return snippet
+
+
+def terms(query: str) -> list[Term]:
+    """The words of an FTS5 query, operators and column names left out."""
+    found: list[Term] = []
+    for match in _QUERY_TOKEN.finditer(query):
+        quoted, quoted_star, bare, bare_star, column = match.groups()
+        if bare is not None and (column or bare in _OPERATORS):
+            continue
+        words = _WORD.findall(fold(quoted.replace('""', '"') if bare is None else bare))
+        star = bool(quoted_star if bare is None else bare_star)
+        found += [Term(w, star and i == len(words) - 1) for i, w in enumerate(words)]
+    return list(dict.fromkeys(found))[:_MAX_TERMS]
+
+
+def fold(text: str) -> str:
+    """Lower case without diacritics, as `remove_diacritics 2` compares words."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
+
+
+def window(body: str, wanted: Sequence[Term]) -> Window:
+    """At most WINDOW characters of `body`: around the first match that holds the most terms.
+
+    Linear in the body: one scan to the first match, then at most _CANDIDATES
+    windows, each searched once per term. No match at all gives the start of the body.
+    """
+    if len(body) <= WINDOW or not wanted:
+        return _cut(body, 0)
+    each = [re.compile(t.pattern(), re.IGNORECASE) for t in wanted]
+    anywhere = re.compile("|".join(t.pattern() for t in wanted), re.IGNORECASE)
+    best: Window | None = None
+    best_count = 0
+    for n, match in enumerate(anywhere.finditer(body)):
+        if n == _CANDIDATES:
+            break
+        candidate = _cut(body, max(0, match.start() - BEFORE))
+        count = sum(1 for p in each if p.search(candidate.text))
+        if count > best_count:
+            best, best_count = candidate, count
+        if count == len(each):
+            break
+    return best or _cut(body, 0)
+
+
+def _cut(body: str, start: int) -> Window:
+    if start > 0:
+        space = _SPACE.search(body, start, start + BEFORE)
+        start = space.end() if space else start
+    end = min(len(body), start + WINDOW)
+    if end < len(body):
+        space = _SPACE.search(body[end - BEFORE : end][::-1])
+        end = end - space.start() - 1 if space else end
+    return Window(body[start:end], start, end, len(body))
+
+
+def snippets(query: str, bodies: Sequence[str]) -> list[str]:
+    """One snippet per body for the FTS5 `query` the index matched them with.
+
+    The window is matched with the query itself first; a window that holds only
+    some of its terms (an AND of words far apart) gets those terms highlighted.
+    """
+    wanted = terms(query)
+    windows = [window(body, wanted) for body in bodies]
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute(
+            "CREATE VIRTUAL TABLE w USING fts5(path, title, body, anchor,"
+            f" tokenize = '{TOKENIZER}')"
+        )
+        conn.executemany(
+            "INSERT INTO w (rowid, body, anchor) VALUES (?, ?, 'x')",
+            [(i, w.text) for i, w in enumerate(windows)],
+        )
+        found = _highlighted(conn, query)
+        missing = [i for i, text in found.items() if OPEN not in text]
+        if missing and wanted:
+            any_term = " OR ".join(t.query() for t in wanted)
+            found.update((i, text) for i, text in _highlighted(conn, any_term).items()
+                         if i in missing)  # fmt: skip
+    finally:
+        conn.close()
+    return [w.framed(found.get(i, "")) for i, w in enumerate(windows)]
+
+
+def _highlighted(conn: sqlite3.Connection, query: str) -> dict[int, str]:
+    """Every window's snippet; `anchor:x` makes each row match, so none is left out."""
+    sql = (
+        f"SELECT rowid, snippet(w, 2, '{OPEN}', '{CLOSE}', '{ELLIPSIS}', {TOKENS})"
+        " FROM w WHERE w MATCH ?"
+    )
+    try:
+        rows = conn.execute(sql, [f"({query}) OR anchor:x"]).fetchall()
+    except sqlite3.OperationalError:
+        rows = conn.execute(sql, ["anchor:x"]).fetchall()  # the query names columns w lacks
+    return dict(rows)
+
+
+def _char_class(ch: str) -> str:
+    variants = _VARIANTS.get(ch)
+    return f"[{ch}{variants}]" if variants else re.escape(ch)
+
+
+def _variants() -> dict[str, str]:
+    """Each ASCII letter with the Latin letters that fold to it (é → e, Å → a)."""
+    found: dict[str, str] = {}
+    for code in (*range(0xC0, 0x250), *range(0x1E00, 0x1F00)):
+        base = fold(chr(code))
+        if len(base) == 1 and "a" <= base <= "z":
+            found[base] = found.get(base, "") + chr(code)
+    return found
+
+
+_VARIANTS = _variants()
