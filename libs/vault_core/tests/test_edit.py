@@ -18,6 +18,7 @@ from vault_core.errors import (
     FrontmatterError,
     HashMismatchError,
     InvalidPathError,
+    InvalidTextError,
     NotAFileError,
     NoteExistsError,
     NoteNotFoundError,
@@ -200,6 +201,33 @@ def test_a_note_that_is_not_utf8_is_refused_and_untouched(tmp_path: Path) -> Non
     assert snapshot(vault.root) == before
 
 
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_text_with_a_lone_surrogate_is_refused_before_anything_is_written(
+    tmp_path: Path, dry_run: bool
+) -> None:
+    vault = make_vault(tmp_path, {"a.md": "---\ntitle: A\n---\n# A\n"})
+    before = snapshot(vault.root)
+    for rel, transform in [("a.md", append("\udc80\n")), ("new.md", replace_with("# \ud83d\n"))]:
+        with pytest.raises(InvalidTextError) as caught:
+            edit.apply(vault, WriteOp(rel, transform, dry_run=dry_run, reason="x"))
+        assert caught.value.code == "invalid_argument"
+        assert rel in caught.value.message
+    assert snapshot(vault.root) == before
+
+
+def test_a_frontmatter_value_with_a_lone_surrogate_is_refused(tmp_path: Path) -> None:
+    vault = make_vault(tmp_path, {"a.md": "---\ntitle: A\n---\n# A\n"})
+    before = snapshot(vault.root)
+    for change in ({"title": "x\udc80"}, {"tags": ["ok", "\udcff"]}, {"k\udc80": 1}):
+
+        def transform(current: str, _exists: bool, change: dict[str, object] = change) -> str:
+            return edit.edit_frontmatter(current, "a.md", lambda fm: fm.set(*change.popitem()))
+
+        with pytest.raises(InvalidTextError):
+            edit.apply(vault, WriteOp("a.md", transform))
+    assert snapshot(vault.root) == before
+
+
 def test_a_directory_is_not_a_note(tmp_path: Path) -> None:
     vault = make_vault(tmp_path)
     (vault.root / "folder.md").mkdir()
@@ -370,3 +398,34 @@ def test_a_block_added_to_a_hand_written_note_gets_no_timestamps(tmp_path: Path)
 
     edit.apply(vault, WriteOp("x.md", tag))
     assert (vault.root / "x.md").read_text() == "---\ntags:\n  - a\n---\n# Hand written\n"
+
+
+BOMB = (
+    "---\na0: &a0 [lol]\n"
+    + "".join(f"a{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * 10) + "]\n" for n in range(1, 10))
+    + "---\n"
+)
+
+
+def test_a_write_that_brings_an_alias_bomb_is_refused_and_nothing_changes(
+    tmp_path: Path,
+) -> None:
+    vault = make_vault(tmp_path, {"x.md": "---\ntitle: X\n---\nbody\n"})
+    before = snapshot(vault.root)
+    for op in (
+        WriteOp("x.md", replace_with(BOMB + "body\n")),
+        WriteOp("new.md", replace_with(BOMB + "body\n")),
+        WriteOp("x.md", replace_with(BOMB + "body\n"), skip_touch=True),
+    ):
+        with pytest.raises(FrontmatterError) as caught:
+            edit.apply(vault, op)
+        assert caught.value.code == "invalid_argument"
+        assert "more than 5000 nodes, past the alias budget" in caught.value.message
+    assert snapshot(vault.root) == before
+
+
+def test_a_note_planted_with_a_bomb_still_takes_a_body_edit(tmp_path: Path) -> None:
+    vault = make_vault(tmp_path, {"x.md": BOMB + "body\n"})
+    result = edit.apply(vault, WriteOp("x.md", append("more\n")))
+    assert result.changed
+    assert (vault.root / "x.md").read_text() == BOMB + "body\nmore\n"

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import string
+import tracemalloc
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vault_core import frontmatter
+from vault_core import frontmatter, yamlread
+from vault_core.errors import FrontmatterError
 from vault_core.frontmatter import Frontmatter, Rfc3339
 
 HAND_WRITTEN = """\
@@ -183,3 +185,100 @@ def test_any_mapping_survives_a_write_and_read_cycle(fields: dict[str, object]) 
     third = Frontmatter(again.render())
     assert list(third.plain())[: len(fields)] == list(fields)
     assert {k: v for k, v in third.plain().items() if k != "updated"} == fields
+
+
+# ---------------------------------------------------------------------- limits
+
+
+def laughs(levels: int) -> str:
+    """The billion-laughs shape: each anchor a list of ten aliases of the one before."""
+    lines = ["a0: &a0 [lol]"]
+    for n in range(1, levels + 1):
+        lines.append(f"a{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * 10) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def test_a_billion_laughs_block_is_refused_before_anything_is_built() -> None:
+    source = laughs(9)  # 10**9 leaves once expanded, from 400 bytes
+    assert len(source) < 1024
+    tracemalloc.start()
+    try:
+        fm = Frontmatter(source)
+        plain = fm.plain()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert fm.error is not None
+    assert f"more than {yamlread.ALIAS_BUDGET} nodes" in fm.error
+    assert "alias budget" in fm.error
+    assert plain == {}
+    assert peak < 1_000_000  # the expansion (gigabytes) never starts
+
+
+@pytest.mark.parametrize("levels", [4, 9, 30])
+def test_both_parsers_refuse_an_alias_bomb(levels: int) -> None:
+    with pytest.raises(yamlread.LimitError, match="alias budget"):
+        yamlread.load(laughs(levels))
+    with pytest.raises(yamlread.LimitError, match="alias budget"):
+        frontmatter._yaml().load(laughs(levels))
+
+
+def test_a_few_anchors_reused_still_read_and_round_trip() -> None:
+    source = (
+        "defaults: &defaults {owner: ops, review: 30d}\n"
+        "service: &svc [api, worker]\n"
+        "staging: *defaults\n"
+        "production: *defaults\n"
+        "deploys: [*svc, *svc]\n"
+    )
+    fm = Frontmatter(source)
+    assert fm.error is None
+    assert fm.plain()["production"] == {"owner": "ops", "review": "30d"}
+    assert fm.plain()["deploys"] == [["api", "worker"], ["api", "worker"]]
+    fm.set("title", "Deploys")
+    rendered = fm.render()
+    for mark in ("&defaults", "*defaults", "*svc"):
+        assert mark in rendered
+    again = Frontmatter(rendered)
+    assert again.error is None
+    assert again.plain() == {**Frontmatter(source).plain(), "title": "Deploys"}
+
+
+def test_an_alias_up_to_the_budget_is_accepted() -> None:
+    leaves = ", ".join(["x"] * 99)
+    source = f"base: &b [{leaves}]\n" + "".join(f"k{n}: *b\n" for n in range(49))
+    fm = Frontmatter(source)  # 49 aliases of 100 nodes each: 4,900 nodes through aliases
+    assert fm.error is None
+    assert len(fm.plain()["k48"]) == 99
+
+
+def test_an_alias_that_contains_itself_is_refused() -> None:
+    fm = Frontmatter("loop: &a [x, *a]\n")
+    assert fm.error is not None
+    assert "never ends" in fm.error
+    assert fm.plain() == {}
+
+
+@pytest.mark.parametrize("shape", ["flow", "block"])
+def test_nesting_past_the_depth_limit_is_unreadable_not_a_crash(shape: str) -> None:
+    depth = 500
+    if shape == "flow":
+        source = "deep: " + "[" * depth + "]" * depth + "\n"
+    else:
+        source = "".join("  " * n + f"k{n}:\n" for n in range(depth)) + "  " * depth + "v\n"
+    fm = Frontmatter(source)
+    assert fm.error is not None
+    assert f"deeper than {yamlread.MAX_DEPTH} levels" in fm.error
+    assert fm.plain() == {}
+
+
+def test_a_write_that_brings_a_bomb_is_refused_naming_the_budget() -> None:
+    text = frontmatter.join(laughs(9), "# Body\n")
+    with pytest.raises(FrontmatterError) as caught:
+        frontmatter.refuse_limits(text, "wiki/x.md")
+    assert caught.value.code == "invalid_argument"
+    assert "wiki/x.md" in caught.value.message
+    assert f"more than {yamlread.ALIAS_BUDGET} nodes" in caught.value.message
+    # Unchanged from what the note held, it is not judged again; other bad YAML is written.
+    frontmatter.refuse_limits(text + "more\n", "wiki/x.md", before=text)
+    frontmatter.refuse_limits("---\ntitle: [unclosed\n---\nbody\n", "wiki/x.md")

@@ -109,3 +109,16 @@ def test_non_latin_names_and_text_parse() -> None:
     assert parsed.tags == ["日本語タグ"]
     assert parsed.links[0].target == "別のメモ"
     assert note.stem("日本/メモ.md") == "メモ"
+
+
+def test_an_alias_bomb_in_the_frontmatter_leaves_the_body_readable() -> None:
+    lines = ["a0: &a0 [lol]"] + [
+        f"a{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * 10) + "]" for n in range(1, 10)
+    ]
+    text = "---\n" + "\n".join(lines) + "\n---\n# Still here\n\nThe body #tag\n"
+    parsed = note.parse("x.md", text.encode())
+    assert parsed.frontmatter_error is not None
+    assert "alias budget" in parsed.frontmatter_error
+    assert parsed.metadata() == {}
+    assert (parsed.title, parsed.tags) == ("Still here", ["tag"])
+    assert parsed.body == "# Still here\n\nThe body #tag\n"

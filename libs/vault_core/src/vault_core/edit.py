@@ -106,6 +106,8 @@ def apply(vault: Vault, op: WriteOp, actor: Actor | None = None) -> WriteResult:
             new_text = touch(
                 new_text, rfc3339(vault.now()), before=current.text if current.exists else None
             )
+        if new_text != current.text:
+            frontmatter.refuse_limits(new_text, resolved.rel, before=current.text)
         data = encode(new_text, current.decoded)
         result = _result(vault, resolved.rel, current, new_text, data, dry_run=op.dry_run)
         if not result.changed or op.dry_run:

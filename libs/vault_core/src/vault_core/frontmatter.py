@@ -2,6 +2,8 @@
 
 ruamel.yaml's round-trip mode keeps key order, comments and quoting when a
 field does change, so a hand-written block comes out as it went in (spec §8.3).
+Both readers refuse alias bombs and deep nesting (`yamlread.check_graph`): such a
+block is unreadable on read and refused on write.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.constructor import RoundTripConstructor
 from ruamel.yaml.error import YAMLError
 
 from vault_core import yamlread
+from vault_core.errors import FrontmatterError
 
 _OPEN = ("---\n", "---\r\n")
 _CLOSERS = ("---", "...")
@@ -29,8 +33,15 @@ class Rfc3339(str):
     __slots__ = ()
 
 
+class _Constructor(RoundTripConstructor):
+    def construct_document(self, node: Any) -> Any:
+        yamlread.check_graph(node)
+        return super().construct_document(node)
+
+
 def _yaml() -> YAML:
     yaml = YAML(typ="rt")
+    yaml.Constructor = _Constructor
     yaml.preserve_quotes = True
     yaml.width = 4096
     yaml.representer.add_representer(
@@ -145,6 +156,23 @@ class Frontmatter:
         out = io.StringIO()
         yaml.dump(self.data, out)
         return out.getvalue()
+
+
+def refuse_limits(text: str, path: str, *, before: str = "") -> None:
+    """Raise FrontmatterError when a write brings a block past an alias or nesting limit.
+
+    Other unreadable YAML is written as it is and reported on read (spec §8.3),
+    and a block the write leaves as `before` had it is not looked at again.
+    """
+    found = split(text)
+    if not found.yaml_text or found.block == split(before).block:
+        return
+    try:
+        yamlread.load(found.yaml_text)
+    except yamlread.LimitError as exc:
+        raise FrontmatterError(path, exc.problem) from exc
+    except yamlread.YAMLError:
+        return
 
 
 def join(yaml_text: str, body: str) -> str:

@@ -3,7 +3,9 @@
 ruamel.yaml (round trip) stays the writer; reading every note of a large vault
 with it costs a millisecond a note, libyaml a tenth of that. The resolvers are
 YAML 1.2's core schema (`yes` is a string, `012` is twelve), as ruamel's are,
-and a duplicate key is an error, as it is for ruamel.
+and a duplicate key is an error, as it is for ruamel. Both parsers refuse a block
+whose aliases expand past ALIAS_BUDGET nodes, or that nests past MAX_DEPTH, before
+anything is built from it (`check_graph`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,67 @@ import yaml
 
 YAMLError = yaml.YAMLError
 _Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+ALIAS_BUDGET = 5000
+"""Nodes that aliases may add to a block once it is expanded: a few anchors reused stay far
+below it; a billion-laughs block (ten aliases of ten aliases of …) passes it within a few
+levels and is refused before any of it is built."""
+MAX_DEPTH = 64
+"""Nesting levels a block may have: deeper ones would exhaust the stack of whoever walks it."""
+
+
+class LimitError(yaml.YAMLError):
+    """A block refused for its shape (alias expansion, nesting), not for its syntax."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+
+
+def check_graph(root: Any) -> None:
+    """Refuse a composed YAML node graph (PyYAML's or ruamel's) past the budgets.
+
+    An alias is the anchored node itself, so the graph stays small while its
+    expansion is exponential: sizes are counted once per node and added up, in
+    time linear in the graph. A node that contains itself expands forever.
+    """
+    sizes: dict[int, int] = {}
+    distinct = 0
+    open_nodes: set[int] = set()
+    stack: list[tuple[Any, int, bool]] = [(root, 1, False)]
+    while stack:
+        node, depth, finished = stack.pop()
+        key = id(node)
+        if finished:
+            open_nodes.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in _children(node))
+            if sizes[key] - distinct > ALIAS_BUDGET:
+                raise LimitError(_over_budget())
+        elif key in open_nodes:
+            raise LimitError("an alias refers to a node that contains it, so it never ends")
+        elif key not in sizes:
+            if depth > MAX_DEPTH:
+                raise LimitError(f"the block nests deeper than {MAX_DEPTH} levels")
+            distinct += 1
+            open_nodes.add(key)
+            stack.append((node, depth, True))
+            stack.extend((child, depth + 1, False) for child in _children(node))
+    if sizes[id(root)] - distinct > ALIAS_BUDGET:
+        raise LimitError(_over_budget())
+
+
+def _over_budget() -> str:
+    return (
+        f"its aliases expand to more than {ALIAS_BUDGET} nodes, past the alias budget; "
+        "write the repeated values out or reuse fewer anchors"
+    )
+
+
+def _children(node: Any) -> list[Any]:
+    value = node.value
+    if not isinstance(value, list):
+        return []  # a scalar
+    return [part for item in value for part in (item if isinstance(item, tuple) else (item,))]
 
 
 class _CoreLoader(_Base):  # type: ignore[misc]
@@ -36,6 +99,10 @@ class _CoreLoader(_Base):  # type: ignore[misc]
             seen.add(key)
         mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
         return mapping
+
+    def construct_document(self, node: Any) -> Any:
+        check_graph(node)
+        return super().construct_document(node)
 
 
 def _int(loader: _CoreLoader, node: Any) -> int:
