@@ -545,3 +545,80 @@ def test_many_commits_in_one_big_folder_keep_the_trees_git_would_write(
     assert sorted(listed) == sorted([".gitignore", *rels])
     last = rels[(39 * 7) % len(rels)]
     assert git(root, "show", f"HEAD:{last}") == "# edited 39\n"
+
+
+# ------------------------------------------------------------------ recovery
+
+OLD = 1_000_000_000 * 1_000_000_000  # 2001, in nanoseconds: long before any index write
+
+
+def visible(root: Path) -> list[tuple[str, int, int]]:
+    """What a vault walk gives: every file without a dot segment, with its size and mtime."""
+    found = []
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_file() and not any(part.startswith(".") for part in rel.split("/")):
+            found.append((rel, path.stat().st_size, path.stat().st_mtime_ns))
+    return found
+
+
+def test_what_a_crash_left_uncommitted_is_committed_by_the_node(
+    root: Path, store: GitStore
+) -> None:
+    committed(store, root, "wiki/a.md", "one\n")
+    committed(store, root, "wiki/b.md", "two\n", message="edit")
+    head = git(root, "rev-parse", "HEAD").strip()
+    write(root, "wiki/a.md", "one, changed\n")  # written, then the process died
+    write(root, "raw/new.md", "new\n")
+    (root / "wiki" / "b.md").unlink()
+    write(root, ".obsidian/app.json", "{}")  # a dot path: never the vault's to commit
+    sha = store.commit_uncommitted(visible(root), "vault_recover: recovered")
+    assert sha == git(root, "rev-parse", "HEAD").strip() != head
+    assert git(root, "log", "-1", "--format=%an <%ae>|%cn <%ce>|%s") == (
+        "node <node@example.org>|node <node@example.org>|vault_recover: recovered\n"
+    )
+    assert git(root, "diff", "--name-status", head, "HEAD") == (
+        "A\traw/new.md\nM\twiki/a.md\nD\twiki/b.md\n"
+    )
+    assert git(root, "status", "--porcelain") == "?? .obsidian/\n"
+    assert store.commit_uncommitted(visible(root), "vault_recover: again") is None
+
+
+def test_a_file_whose_stat_data_match_the_index_is_not_read(root: Path, store: GitStore) -> None:
+    write(root, "a.md", "one\n")
+    os.utime(root / "a.md", ns=(OLD, OLD))
+    store.commit("add", ["a.md"])
+    # Same size, same mtime, other bytes: only reading the file could tell, and git does not.
+    write(root, "a.md", "two\n")
+    os.utime(root / "a.md", ns=(OLD, OLD))
+    assert store.commit_uncommitted(visible(root), "vault_recover") is None
+    # A file touched since its entry was written is read, and an unchanged one commits nothing.
+    (root / "a.md").write_text("one\n")
+    assert store.commit_uncommitted(visible(root), "vault_recover") is None
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_racily_clean_entry_is_read_as_git_does(root: Path, store: GitStore) -> None:
+    write(root, "a.md", "one\n")
+    os.utime(root / "a.md", ns=(OLD, OLD))
+    store.commit("add", ["a.md"])
+    os.utime(root / ".git" / "index", ns=(OLD, OLD))  # the entry is as new as the index
+    write(root, "a.md", "two\n")
+    os.utime(root / "a.md", ns=(OLD, OLD))
+    assert store.commit_uncommitted(visible(root), "vault_recover") is not None
+    assert git(root, "show", "HEAD:a.md") == "two\n"
+
+
+def test_without_an_index_every_file_is_compared_with_head(root: Path, store: GitStore) -> None:
+    committed(store, root, "a.md", "one\n")
+    committed(store, root, "b.md", "two\n")
+    store.close()
+    (root / ".git" / "index").unlink()
+    write(root, "b.md", "changed\n")
+    reopened = GitStore.open(root, "notes", committer=NODE)
+    try:
+        assert reopened.commit_uncommitted(visible(root), "vault_recover") is not None
+    finally:
+        reopened.close()
+    assert git(root, "show", "--name-only", "--format=", "HEAD") == "b.md\n"
+    assert git(root, "status", "--porcelain", "--", "a.md", "b.md") == ""

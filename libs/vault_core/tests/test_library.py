@@ -11,7 +11,7 @@ import pytest
 from vault_core import edit, queries, search
 from vault_core.edit import WriteOp
 from vault_core.errors import NotFoundError, VaultExistsError, VersioningOffError
-from vault_core.library import Library, Settings
+from vault_core.library import RECOVERED, Library, Settings
 from vault_core.vault import Actor
 
 
@@ -26,6 +26,18 @@ def git_log(root: Path, *args: str) -> str:
     return subprocess.run(
         ["git", "-C", str(root), "log", *args], capture_output=True, text=True, check=True
     ).stdout
+
+
+def uncommitted(root: Path) -> list[str]:
+    """Paths of the vault (no dot segment) whose working-tree state git has not committed."""
+    lines = subprocess.run(
+        ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=all"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    paths = [line[3:] for line in lines]
+    return [p for p in paths if not any(part.startswith(".") for part in p.split("/"))]
 
 
 def test_an_empty_data_dir_gets_a_default_wiki_raw_vault(library: Library) -> None:
@@ -82,6 +94,30 @@ def test_a_write_updates_the_index_and_commits_attributed(library: Library) -> N
     assert "Secondbrain-Grant: grant-7" in log
     revisions = opened.history().history("wiki/topic.md")
     assert [r.author for r in revisions] == ["alice"]
+
+
+def test_a_write_a_crash_kept_out_of_history_is_committed_when_the_vault_opens(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    first = Library(data, Settings(watch=False)).open_all()
+    root = first.get("default").vault.root
+    for rel in ("wiki/kept.md", "wiki/gone.md"):
+        edit.apply(first.get("default").vault, WriteOp(rel, lambda _c, _e: "# note\n", reason="x"))
+    first.close()
+    # What a SIGKILL between the file write and the commit leaves: disk ahead of history.
+    (root / "wiki" / "kept.md").write_text("# note, edited\n")
+    (root / "raw" / "late.md").write_text("# late\n")
+    (root / "wiki" / "gone.md").unlink()
+    before = git_log(root, "--format=%H").split()
+    again = Library(data, Settings(watch=False)).open_all()
+    again.close()
+    log = git_log(root, "--format=%an|%cn|%s").splitlines()
+    assert len(log) == len(before) + 1
+    assert log[0] == f"secondbrain|secondbrain|{RECOVERED}"
+    assert uncommitted(root) == []
+    Library(data, Settings(watch=False)).open_all().close()  # nothing new: no second commit
+    assert len(git_log(root, "--format=%H").split()) == len(before) + 1
 
 
 def test_creating_a_vault_twice_is_refused(library: Library) -> None:

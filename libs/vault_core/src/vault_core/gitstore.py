@@ -19,7 +19,7 @@ import struct
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -61,6 +61,8 @@ _HEX = re.compile(r"[0-9a-f]{4,40}")
 _MISSING = (KeyError, git_errors.WrongObjectException, SubmoduleEncountered)
 _DULWICH = (git_errors.ChecksumMismatch, git_errors.FileFormatException, FileLocked)
 _GIT_ERRORS = (OSError, ValueError, zlib.error, struct.error, *_MISSING, *_DULWICH)
+
+_RECORDED = struct.Struct(">LL20xL")  # an index entry from byte 8: mtime (s, ns), …, size
 
 _Change: TypeAlias = tuple[bytes, int | None, ObjectID | None]
 _Entries: TypeAlias = dict[bytes, tuple[int, ObjectID]]
@@ -228,6 +230,22 @@ class GitStore:
             if not self._closed:
                 self._closed = True
                 self._repo.close()
+
+    def commit_uncommitted(self, files: Iterable[tuple[str, int, int]], message: str) -> str | None:
+        """Commit what the working tree holds that HEAD does not — a crash between a file's
+        write and its commit, an edit while nothing watched — with the node as author.
+
+        `files` is every visible file as (path, size, mtime_ns). As git does, a file whose
+        size and mtime match its index entry is unchanged without being read, unless the
+        entry is as new as the index file ("racily clean"); only the others are hashed. A
+        tracked path without a dot segment that is gone from disk is committed as deleted.
+        The sha, or None when the tree held nothing new.
+        """
+        with self._lock, _translated("recover"):
+            self._open_repo()
+            self._index.refresh()
+            changed = _unmatched(self._index, self._root, files)
+        return self.commit(message, changed) if changed else None
 
     def _open_repo(self) -> Repo:
         if self._closed:
@@ -539,6 +557,16 @@ class _IndexFile:
             del self._names[at], self._chunks[at]
             self._dirty = True
 
+    def recorded(self) -> Iterator[tuple[bytes, int, int]]:
+        """Name, size and mtime (ns) of every entry, read from its encoded form."""
+        for name, chunk in zip(self._names, self._chunks, strict=True):
+            seconds, nanoseconds, size = _RECORDED.unpack_from(chunk, 8)
+            yield name, size, seconds * 1_000_000_000 + nanoseconds
+
+    def written(self) -> int:
+        """When the index file was last written (mtime, ns); 0 when there is none."""
+        return self._stamp[0] if self._stamp is not None else 0
+
     def flush(self) -> None:
         if not (self._dirty and self._ours):
             return
@@ -718,3 +746,32 @@ def _loose_ids(objects: Path) -> Iterator[ObjectID]:
             for file in folder.iterdir():
                 if re.fullmatch(r"[0-9a-f]{38}", file.name):
                     yield ObjectID((folder.name + file.name).encode())
+
+
+def _unmatched(index: _IndexFile, root: Path, files: Iterable[tuple[str, int, int]]) -> list[str]:
+    """The paths whose stat data disagree with the git index, and the tracked visible ones
+    that are gone: what may differ from HEAD, found without reading a clean file."""
+    known = {name: (size, mtime_ns) for name, size, mtime_ns in index.recorded()}
+    written = index.written()
+    changed = []
+    for rel, size, mtime_ns in files:
+        entry = known.pop(rel.encode("utf-8", "surrogateescape"), None)
+        # An entry as new as the index cannot tell a change in the same instant from none:
+        # git calls it racily clean and reads the file; so do we.
+        if entry is None or entry != (size & 0xFFFFFFFF, mtime_ns) or mtime_ns >= written:
+            changed.append(rel)
+    for name in known:  # tracked but not walked: gone, or a file the walk leaves alone
+        rel = name.decode("utf-8", "surrogateescape")
+        if not any(part.startswith(".") for part in rel.split("/")) and _gone(root / rel):
+            changed.append(rel)
+    return changed
+
+
+def _gone(path: Path) -> bool:
+    try:
+        path.lstat()
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        return False
+    return False

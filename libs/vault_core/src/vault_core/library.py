@@ -27,6 +27,10 @@ from vault_core.watch import Watcher
 log = structlog.get_logger("vault_core")
 
 DEFAULT_COMMITTER = Identity("secondbrain", "secondbrain@localhost")
+RECOVERED = (
+    "vault_recover: changes on disk that history lacked "
+    "(a crash before their commit, or an edit while no node watched)"
+)
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,8 @@ class OpenVault:
             vault.hooks.append(GitHook(git))
             if git.empty:
                 _import(vault, first_commit, actor)
+            else:
+                _recover(vault, git)
         index.reconcile()
         if settings.watch:
             opened.watcher = Watcher(root, name, index.update_paths, index.reconcile).start()
@@ -163,6 +169,19 @@ def _import(vault: Vault, message: str | None, actor: Actor | None) -> None:
     if files:
         vault.commit(message or f"vault_import: {len(files)} files already in the folder", files,
                      actor)  # fmt: skip
+
+
+def _recover(vault: Vault, git: GitStore) -> None:
+    # A write reaches the disk before its commit: a crash in between (or an edit made
+    # while no node ran) would stay out of history for good without this.
+    files = ((entry.rel, entry.size, entry.mtime_ns) for entry in vault.walk())
+    try:
+        sha = git.commit_uncommitted(files, RECOVERED)
+    except VaultError as exc:
+        log.warning("git_recover_failed", vault=vault.name, error=exc.code)
+        return
+    if sha is not None:
+        log.info("git_recovered", vault=vault.name, commit=sha[:12])
 
 
 def _open_git(root: Path, name: str, settings: Settings) -> tuple[GitStore | None, str]:
