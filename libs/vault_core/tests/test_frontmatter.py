@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vault_core import frontmatter, yamlread
-from vault_core.errors import FrontmatterError
+from vault_core.errors import FrontmatterError, InvalidTextError
 from vault_core.frontmatter import Frontmatter, Rfc3339
 
 HAND_WRITTEN = """\
@@ -282,3 +282,17 @@ def test_a_write_that_brings_a_bomb_is_refused_naming_the_budget() -> None:
     # Unchanged from what the note held, it is not judged again; other bad YAML is written.
     frontmatter.refuse_limits(text + "more\n", "wiki/x.md", before=text)
     frontmatter.refuse_limits("---\ntitle: [unclosed\n---\nbody\n", "wiki/x.md")
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("title", "a\udc80"), ("tags", ["ok", "\ud83d"]), ("meta", {"k\udcff": 1}), ("k\udc80", 1)],
+)
+def test_a_value_with_a_lone_surrogate_is_refused_not_written_as_an_escape(
+    key: str, value: object
+) -> None:
+    # ruamel would write it as "\uDC80", which no YAML reader takes back
+    fm = Frontmatter("title: x\n")
+    with pytest.raises(InvalidTextError):
+        fm.set(key, value)
+    assert fm.render() == "title: x\n"

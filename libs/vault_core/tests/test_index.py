@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -9,6 +10,7 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
@@ -18,7 +20,12 @@ from vault_core import snapshot as snapshot_mod
 from vault_core.errors import NOTE_LIMIT
 from vault_core.index import Index, ReconcileStats
 from vault_core.schema import SCHEMA_VERSION
-from vault_core.testing import make_vault
+from vault_core.testing import (
+    make_vault,
+    plant_hostile_files,
+    plant_unreadable_file,
+    unprivileged,
+)
 from vault_core.text import content_hash
 
 Build = Callable[..., Index]
@@ -295,10 +302,82 @@ def test_notes_over_4_mib_and_non_utf8_notes_are_skipped_without_a_crash(build: 
         stats = index.reconcile()
     assert without_seconds(stats) == (3, 1, 0, 2)
     assert query(index, "SELECT path FROM notes") == [("ok.md",)]
-    skipped = {(e["path"], e["reason"]) for e in logs if e["event"] == "index_skipped"}
-    assert skipped == {("big.md", "too_large"), ("latin1.md", "invalid_argument")}
+    skipped = {(e["path"], e["reason"]) for e in logs if e["event"] == "file_skipped"}
+    assert skipped == {("big.md", "too_large"), ("latin1.md", "not_utf8")}
     index.update_paths(["big.md", "latin1.md"])
     assert query(index, "SELECT path FROM notes") == [("ok.md",)]
+
+
+def test_hostile_files_are_skipped_reported_and_logged_once_and_the_rest_is_indexed(
+    build: Build,
+) -> None:
+    index = build({"wiki/good.md": "# Good\n\nfindable words\n"}, reconcile=False)
+    (index.root / ".git").mkdir()
+    (index.root / ".git" / "config").write_text("[remote]\nurl = https://token@host/x\n")
+    expected = plant_hostile_files(index.root)
+    with capture_logs() as logs:
+        stats = index.reconcile()
+    assert query(index, "SELECT path FROM notes") == [("wiki/good.md",)]
+    assert {item.path: item.reason for item in index.skips.listing()} == expected
+    assert stats.skipped == len(expected)
+    logged = {e["path"]: e["reason"] for e in logs if e["event"] == "file_skipped"}
+    assert logged == expected
+    assert str(index.root) not in json.dumps(logs, default=str)
+    assert search.search(index, "findable").total == 1
+    with capture_logs() as again:
+        index.reconcile()
+    assert [e for e in again if e["event"] == "file_skipped"] == []
+    assert len(index.skips) == len(expected)
+
+
+def test_an_unreadable_note_is_skipped_until_it_can_be_read(build: Build) -> None:
+    index = build({"wiki/good.md": "# Good\n"}, reconcile=False)
+    expected = plant_unreadable_file(index.root)
+    with unprivileged():
+        index.reconcile()
+        assert {item.path: item.reason for item in index.skips.listing()} == expected
+        index.update_paths(["wiki/locked.md"])
+    assert query(index, "SELECT path FROM notes") == [("wiki/good.md",)]
+    locked = index.root / "wiki" / "locked.md"
+    locked.chmod(0o644)
+    os.utime(locked, ns=(1_800_000_000_000_000_000, 1_800_000_000_000_000_000))
+    index.update_paths(["wiki/locked.md"])
+    assert len(index.skips) == 0
+    assert query(index, "SELECT path FROM notes ORDER BY path") == [
+        ("wiki/good.md",), ("wiki/locked.md",),
+    ]  # fmt: skip
+
+
+def test_an_unreadable_attachment_is_skipped_too(build: Build) -> None:
+    index = build({"a.png": b"png"}, reconcile=False)
+    (index.root / "a.png").chmod(0)
+    with unprivileged():
+        index.reconcile()
+    assert query(index, "SELECT path FROM notes") == []
+    assert [item.row() for item in index.skips.listing()] == [
+        {"path": "a.png", "reason": "unreadable"}
+    ]
+
+
+def test_an_update_for_a_name_that_is_not_utf8_is_reported_not_raised(build: Build) -> None:
+    index = build({"a.md": "# A\n"})
+    with capture_logs() as logs:
+        index.update_paths(["wiki/\udc80.md", "a.md"])
+    assert [item.row() for item in index.skips.listing()] == [
+        {"path": "wiki/\\x80.md", "reason": "bad_name"}
+    ]
+    assert [e["path"] for e in logs if e["event"] == "file_skipped"] == ["wiki/\\x80.md"]
+
+
+def test_an_update_through_a_linked_folder_never_indexes_what_is_behind_it(build: Build) -> None:
+    index = build({"a.md": "# A\n", "wiki/b.md": "# B\n"})
+    (index.root / ".git").mkdir()
+    (index.root / ".git" / "config").write_text("secret\n")
+    (index.root / "git").symlink_to(".git", target_is_directory=True)
+    (index.root / "wiki" / "up").symlink_to("..", target_is_directory=True)
+    # what a watcher that follows links reports
+    index.update_paths(["git/config", "git", "wiki/up/a.md", "wiki/up", ".git/config"])
+    assert query(index, "SELECT path FROM notes ORDER BY path") == [("a.md",), ("wiki/b.md",)]
 
 
 def test_a_note_of_exactly_4_mib_is_still_indexed(build: Build) -> None:
@@ -479,9 +558,9 @@ def test_reconcile_rechecks_that_a_file_is_gone_before_removing_it(
     index = build({"a.md": "# A\n", "b.md": "[[a]]\n"})
     real_walk = paths.walk
 
-    def walk_missing_a(root: Path, prefix: str = "") -> Iterator[paths.Entry]:
+    def walk_missing_a(root: Path, prefix: str = "", skipped: Any = None) -> Iterator[paths.Entry]:
         # the walk ran while a.md was mid-rename: it did not see it, but it is there
-        return (e for e in real_walk(root, prefix) if e.rel != "a.md")
+        return (e for e in real_walk(root, prefix, skipped) if e.rel != "a.md")
 
     monkeypatch.setattr(paths, "walk", walk_missing_a)
     assert without_seconds(index.reconcile()) == (1, 0, 0, 0)
@@ -550,12 +629,16 @@ def test_a_symlink_leading_out_of_the_vault_is_never_indexed(build: Build, tmp_p
     (index.root / "leak.md").symlink_to(secret)
     (index.root / "alias.md").symlink_to(index.root / "inside.md")
     index.update_paths(["leak.md", "alias.md"])
-    assert without_seconds(index.reconcile()) == (2, 0, 0, 0)
+    assert without_seconds(index.reconcile()) == (2, 0, 0, 1)
     assert query(index, "SELECT path FROM notes ORDER BY path") == [("alias.md",), ("inside.md",)]
     (index.root / "alias.md").unlink()
     (index.root / "alias.md").symlink_to(secret)
-    assert without_seconds(index.reconcile()) == (1, 0, 1, 0)
+    assert without_seconds(index.reconcile()) == (1, 0, 1, 2)
     assert search.search(index, "password").total == 0
+    assert [item.row() for item in index.skips.listing()] == [
+        {"path": "alias.md", "reason": "symlink_outside"},
+        {"path": "leak.md", "reason": "symlink_outside"},
+    ]
 
 
 # ---------------------------------------------------------------------- readers

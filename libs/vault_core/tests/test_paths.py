@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from vault_core import paths
 from vault_core.errors import InvalidPathError, InvalidVaultNameError
+from vault_core.skips import Skipped
+from vault_core.testing import plant_hostile_files, unprivileged
 
 HOSTILE = [
     ("", "empty"),
@@ -31,6 +33,8 @@ HOSTILE = [
     ("wiki/.hidden.md", "start with '.'"),
     ("a/../.git/HEAD", "start with '.'"),
     ("wiki/x\x07.md", "control character"),
+    ("wiki/\udc80.md", "not valid Unicode"),
+    ("\ud83d.md", "not valid Unicode"),
     ("x" * 2000, "longer than"),
 ]
 
@@ -99,6 +103,46 @@ def test_a_symlink_inside_the_vault_is_allowed(tmp_path: Path) -> None:
     assert paths.resolve(tmp_path, "alias/x.md").rel == "alias/x.md"
 
 
+# (link, where it points, a path asked for through it)
+INTO_DOT_FOLDERS = [
+    ("link", ".git", "link/config"),
+    ("link", ".git", "link/new.md"),
+    ("link", ".git", "link"),
+    ("cfg.md", ".git/config", "cfg.md"),
+    ("state", ".secondbrain", "state/instructions.md"),
+    ("instructions.md", ".secondbrain/instructions.md", "instructions.md"),
+    ("app", ".obsidian", "app/app.json"),
+    ("wiki/deep", "../.git", "wiki/deep/HEAD"),
+    ("wiki/hooks", "../.git/hooks", "wiki/hooks/pre-commit"),
+]
+
+
+@pytest.mark.parametrize(("link", "target", "raw"), INTO_DOT_FOLDERS)
+def test_a_symlink_into_a_dot_folder_is_refused(
+    tmp_path: Path, link: str, target: str, raw: str
+) -> None:
+    for folder in (".git/hooks", ".secondbrain", ".obsidian", "wiki"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+    for name in (".git/config", ".secondbrain/instructions.md", ".obsidian/app.json"):
+        (tmp_path / name).write_text("x")
+    (tmp_path / link).symlink_to(target)
+    through_link = "/" in raw or raw.endswith(".md")  # resolve_note("link") asks for link.md
+    for resolve in (paths.resolve, paths.resolve_note) if through_link else (paths.resolve,):
+        with pytest.raises(InvalidPathError, match="hidden folder") as caught:
+            resolve(tmp_path, raw)
+        assert str(tmp_path) not in caught.value.message
+
+
+def test_a_vault_inside_a_dot_folder_of_the_host_still_resolves(tmp_path: Path) -> None:
+    root = tmp_path / ".vaults" / "team"
+    (root / "wiki").mkdir(parents=True)
+    (root / "wiki" / "a.md").write_text("x")
+    (root / "alias.md").symlink_to("wiki/a.md")
+    assert paths.resolve(root, "alias.md").rel == "alias.md"
+    assert paths.resolve(root, "wiki/new.md").rel == "wiki/new.md"
+    assert sorted(e.rel for e in paths.walk(root)) == ["alias.md", "wiki/a.md"]
+
+
 def test_a_symlink_loop_is_refused(tmp_path: Path) -> None:
     (tmp_path / "a").symlink_to(tmp_path / "b")
     (tmp_path / "b").symlink_to(tmp_path / "a")
@@ -147,6 +191,60 @@ def test_walk_does_not_follow_symlinks_out_of_the_vault(tmp_path: Path) -> None:
     assert sorted(e.rel for e in paths.walk(vault)) == ["inside-link.md", "inside.md"]
 
 
+def test_walk_passes_over_hostile_files_and_reports_each_with_its_reason(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_text("[remote]\n")
+    expected = plant_hostile_files(tmp_path)
+    del expected["wiki/latin1.md"]  # what it holds is the index's concern, not the walk's
+    (tmp_path / "wiki" / "fine.md").write_text("x")
+    (tmp_path / "wiki" / "alias.md").symlink_to("fine.md")
+    (tmp_path / "folder.md").mkdir()  # a folder where a note is expected
+    (tmp_path / "folder.md" / "inside.md").write_text("x")
+    found: list[Skipped] = []
+    entries = sorted(e.rel for e in paths.walk(tmp_path, skipped=found.append))
+    assert entries == ["folder.md/inside.md", "wiki/alias.md", "wiki/fine.md", "wiki/latin1.md"]
+    assert {item.path: item.reason for item in found} == expected
+    assert all(str(tmp_path) not in item.path for item in found)
+    assert [e.rel for e in paths.walk(tmp_path, "wiki")] == entries[1:]
+
+
+def test_walk_reports_an_unreadable_folder_and_goes_on(tmp_path: Path) -> None:
+    (tmp_path / "locked").mkdir()
+    (tmp_path / "locked" / "a.md").write_text("x")
+    (tmp_path / "b.md").write_text("x")
+    (tmp_path / "locked").chmod(0)
+    found: list[Skipped] = []
+    try:
+        with unprivileged():
+            entries = [e.rel for e in paths.walk(tmp_path, skipped=found.append)]
+    finally:
+        (tmp_path / "locked").chmod(0o755)
+    assert entries == ["b.md"]
+    assert found == [Skipped("locked", "unreadable")]
+
+
+def test_walkable_holds_exactly_for_what_walk_would_yield(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    plant_hostile_files(tmp_path)
+    (tmp_path / "wiki" / "fine.md").write_text("x")
+    (tmp_path / "wiki" / "alias.md").symlink_to("fine.md")
+    (tmp_path / "wiki" / "up").symlink_to("..")
+    walked = {e.rel for e in paths.walk(tmp_path)}
+    assert walked == {"wiki/alias.md", "wiki/fine.md", "wiki/latin1.md"}
+    for rel in walked | {"wiki/gone.md", "new-folder/new.md"}:
+        assert paths.walkable(tmp_path, rel), rel
+    for rel in ["links/git/config", "links/git-config.md", "links/state/instructions.md",
+                "wiki/up/wiki/fine.md", "loops/a.md", "loops/here/a.md", ".git/config",
+                "wiki/bad-\udc80.md", "bad-\udcff-folder/inside.md"]:  # fmt: skip
+        assert not paths.walkable(tmp_path, rel), rel
+
+
+def test_shown_escapes_bytes_that_are_not_utf8() -> None:
+    assert paths.shown("wiki/a.md") == "wiki/a.md"
+    assert paths.shown("wiki/\udc80x.md") == "wiki/\\x80x.md"
+    assert paths.shown("\ud83d.md") == "\\ud83d.md"
+
+
 def test_walk_with_a_prefix_only_visits_that_folder(tmp_path: Path) -> None:
     for rel in ["a.md", "wiki/b.md", "wiki2/c.md"]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -156,7 +254,7 @@ def test_walk_with_a_prefix_only_visits_that_folder(tmp_path: Path) -> None:
 
 
 segment = st.one_of(
-    st.sampled_from(["..", ".", "", ".git", "a", "é", "~", "C:", "out", "in"]),
+    st.sampled_from(["..", ".", "", ".git", "a", "é", "~", "C:", "out", "in", "git", "cfg"]),
     st.text(alphabet=st.sampled_from(list("ab./\\ \x00:~é")), max_size=12),
 )
 
@@ -170,6 +268,10 @@ def test_no_generated_path_ever_resolves_outside_the_vault(tmp_path: Path, raw: 
         (tmp_path / "outside").mkdir()
         (root / "out").symlink_to(tmp_path / "outside", target_is_directory=True)
         (root / "in").symlink_to(root, target_is_directory=True)
+        (root / ".git").mkdir()
+        (root / ".git" / "config").write_text("x")
+        (root / "git").symlink_to(".git", target_is_directory=True)
+        (root / "cfg").symlink_to(".git/config")
     try:
         resolved = paths.resolve(root, raw)
     except InvalidPathError:
@@ -177,5 +279,6 @@ def test_no_generated_path_ever_resolves_outside_the_vault(tmp_path: Path, raw: 
     real = resolved.abs.resolve()
     assert real == root.resolve() or root.resolve() in real.parents
     assert not any(part.startswith(".") for part in resolved.rel.split("/"))
+    assert not any(part.startswith(".") for part in real.relative_to(root.resolve()).parts)
     assert "\\" not in resolved.rel
     assert not resolved.rel.startswith("/")

@@ -60,4 +60,4 @@ def test_skipped_notes_carry_their_reason(many: Path) -> None:
     assert big is not None
     assert big.skipped == "too_large"
     assert latin is not None
-    assert latin.skipped == "invalid_argument"
+    assert latin.skipped == "not_utf8"

@@ -117,6 +117,29 @@ def test_dot_paths_and_own_temp_files_are_ignored(watched: tuple[Path, Counting,
     assert all(".sbtmp" not in p and ".obsidian" not in p for u in counting.updates for p in u)
 
 
+def test_what_the_watcher_sees_through_a_link_into_git_is_never_indexed(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    (root / ".git").mkdir(parents=True)
+    (root / ".git" / "config").write_text("[remote]\n")
+    (root / "git").symlink_to(".git", target_is_directory=True)  # there before the watch
+    index = Index.open(root, "vault")
+    index.reconcile()
+    counting = Counting(index)
+    watcher = Watcher(root, "vault", counting.update, counting.reconcile).start()
+    try:
+        (root / ".git" / "config").write_text("[remote]\nurl = x\n")
+        (root / ".git" / "new-object").write_text("x")
+        (root / "c.md").write_text("# C\ngamma\n")
+        assert wait_for(lambda: hits(index, "gamma") == ["c.md"])
+        with index.reading() as conn:
+            indexed = [p for (p,) in conn.execute("SELECT path FROM notes ORDER BY path")]
+        assert indexed == ["c.md"]
+        assert watcher.alive
+    finally:
+        watcher.stop()
+        index.close()
+
+
 def test_plan_asks_for_a_reconcile_over_50_paths(tmp_path: Path) -> None:
     few = {(watchfiles.Change.modified, str(tmp_path / f"n{i}.md")) for i in range(MAX_PATHS)}
     assert plan(tmp_path, few) == sorted(f"n{i}.md" for i in range(MAX_PATHS))

@@ -30,7 +30,8 @@ FIELDS = frozenset(
     {"v", "seq", "ts", "prev_hash", "hash", "action", "actor", "subject", "scope", "vault"}
     | {"expiry", "parent", "reason", "request_id", "object"}
 )
-OPTIONAL_FIELDS = frozenset({"issued_by", "via_grant"})
+OPTIONAL_FIELDS = frozenset({"issued_by", "via_grant", "channel"})
+"""Left out unless given; `channel` names where a change was made (`console`: the web console)."""
 ALL_FIELDS = FIELDS | OPTIONAL_FIELDS
 _CONTENT_FIELDS = ALL_FIELDS - {"v", "seq", "ts", "prev_hash", "hash", "action"}
 Value = str | int | None
@@ -63,7 +64,7 @@ def make_record(
 ) -> dict[str, Any]:
     """The record that follows `head` (seq, hash of the last record; None for the first).
 
-    Fields not given are null; `issued_by` and `via_grant` are left out unless given.
+    Fields not given are null; `issued_by`, `via_grant` and `channel` are left out unless given.
     A value that looks like a token is refused: no record ever holds one."""
     unknown = set(fields) - _CONTENT_FIELDS
     if unknown:

@@ -25,7 +25,7 @@ from vault_core.errors import (
 )
 from vault_core.frontmatter import Frontmatter, Rfc3339, plain_value
 from vault_core.paths import Resolved
-from vault_core.text import Decoded, content_hash, decode, encode, same_hash
+from vault_core.text import Decoded, check_unicode, content_hash, decode, encode, same_hash
 from vault_core.vault import ATTACHMENT_TYPES, Actor, Vault, read_limited, rfc3339
 
 Transform = Callable[[str, bool], str]
@@ -101,7 +101,9 @@ def apply(vault: Vault, op: WriteOp, actor: Actor | None = None) -> WriteResult:
             raise NoteExistsError(resolved.rel, op.exists_hint)
         current = _read_current(resolved)
         _check_expected(resolved.rel, op.expected_hash, current)
-        new_text = op.transform(current.text, current.exists)
+        new_text = check_unicode(
+            op.transform(current.text, current.exists), f"the new text of {resolved.rel}"
+        )
         if new_text != current.text and not op.skip_touch and new_text:
             new_text = touch(
                 new_text, rfc3339(vault.now()), before=current.text if current.exists else None

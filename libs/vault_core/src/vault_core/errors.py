@@ -10,6 +10,7 @@ which call to make instead. No message ever contains an absolute host path.
     │   ├── AmbiguousEditError        invalid_argument   (old_string appears N times)
     │   ├── HeadingNotFoundError      not_found          (no heading matching "…")
     │   ├── FrontmatterError          invalid_argument   (block is not valid YAML)
+    │   ├── InvalidTextError          invalid_argument   (a lone surrogate in new text)
     │   └── UnknownLayoutError        invalid_argument
     ├── NotFoundError                 not_found
     │   ├── NoteNotFoundError         not_found
@@ -98,6 +99,17 @@ class FrontmatterError(InvalidArgumentError):
         )
         self.path = path
         self.detail = detail
+
+
+class InvalidTextError(InvalidArgumentError):
+    def __init__(self, what: str, offset: int) -> None:
+        super().__init__(
+            f"{what} is not valid Unicode: it holds a lone surrogate (like \\udc80) at "
+            f"character {offset}; send text as UTF-8, with every \\ud83d-style escape paired. "
+            "Nothing was written"
+        )
+        self.what = what
+        self.offset = offset
 
 
 class UnknownLayoutError(InvalidArgumentError):

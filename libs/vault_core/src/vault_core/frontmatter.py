@@ -22,6 +22,7 @@ from ruamel.yaml.error import YAMLError
 
 from vault_core import yamlread
 from vault_core.errors import FrontmatterError
+from vault_core.text import check_unicode
 
 _OPEN = ("---\n", "---\r\n")
 _CLOSERS = ("---", "...")
@@ -130,7 +131,7 @@ class Frontmatter:
         return key in self._fields()
 
     def set(self, key: str, value: Any) -> None:
-        self.data[key] = _to_yaml(value)
+        self.data[check_unicode(key, "a frontmatter key")] = _to_yaml(value)
         self.dirty = True
 
     def unset(self, key: str) -> bool:
@@ -234,6 +235,8 @@ def _to_yaml(value: Any) -> Any:
     if isinstance(value, dict):
         mapping = CommentedMap()
         for k, v in value.items():
-            mapping[str(k)] = _to_yaml(v)
+            mapping[check_unicode(str(k), "a frontmatter key")] = _to_yaml(v)
         return mapping
+    if isinstance(value, str):  # a lone surrogate would be dumped as an escape no reader takes
+        return check_unicode(value, "a frontmatter value")
     return value

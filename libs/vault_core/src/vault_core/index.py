@@ -3,7 +3,8 @@
 One writer connection behind a lock and a pool of reader connections (WAL), so
 searches run beside each other and beside writes. An update for a path only
 ever stores what the file holds at the moment of the write transaction, so a
-slow watcher can never overwrite a newer state written by a tool.
+slow watcher can never overwrite a newer state written by a tool. A file that
+cannot be indexed is skipped and listed in `skips`, never a failure.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import structlog
 from vault_core import deadline, linkstore, paths, snapshot
 from vault_core.frontmatter import plain_value
 from vault_core.schema import SCHEMA, SCHEMA_VERSION
+from vault_core.skips import Skipped, Skips
 from vault_core.snapshot import Snapshot
 from vault_core.text import content_hash
 
@@ -53,6 +55,7 @@ class Index:
         self._readers: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
         self._reader_count = readers
         self._writer = self._connect()
+        self.skips = Skips(vault)
 
     @classmethod
     def open(cls, root: Path, vault: str, readers: int = READERS) -> Index:
@@ -139,9 +142,17 @@ class Index:
         """Spec §10.2 `UpdatePath`: re-read one file (or drop it) and re-resolve links.
 
         A path that is gone takes along what the index holds under it: a folder
-        moved out of the vault is reported as that one path.
+        moved out of the vault is reported as that one path. So does a path `walk` would
+        not yield (through a linked folder, into a dot folder): the watcher follows links.
         """
+        if not paths.valid_name(rel):
+            self.skips.add(Skipped(paths.shown(rel), "bad_name"))
+            return
         target = self.root.joinpath(*rel.split("/"))
+        if not paths.walkable(self.root, rel):
+            with self._write_lock, self._transaction() as conn:
+                self._drop(conn, rel, everything_under=True)
+            return
         if self._unchanged(rel, target):
             return  # e.g. the watcher reporting a write this index already took in
         for _ in range(_RETRIES):
@@ -150,19 +161,37 @@ class Index:
                 if not snapshot.still(self.root, target, snap):
                     continue  # the file changed while we read it: read it again
                 if snap is None:
-                    for gone in [rel, *self._gone_under(conn, rel)]:
-                        old = linkstore.names_of(conn, gone)
-                        _delete(conn, gone)
-                        linkstore.resolve_after_change(conn, gone, old, [])
+                    self._drop(conn, rel)
                     return
                 old = linkstore.names_of(conn, rel)
                 linkstore.resolve_after_change(conn, rel, old, _store(conn, snap))
-                return
+            self._note_skip(snap)
+            return
         log.warning("index_update_gave_up", vault=self.vault, path=rel)
+
+    def _drop(self, conn: sqlite3.Connection, rel: str, *, everything_under: bool = False) -> None:
+        """Remove `rel` and what is gone under it (or everything under it) from the index."""
+        under = self._under(conn, rel)
+        if not everything_under:
+            under = [p for p in under if snapshot.present(self.root, p) is None]
+        for gone in [rel, *under]:
+            old = linkstore.names_of(conn, gone)
+            _delete(conn, gone)
+            linkstore.resolve_after_change(conn, gone, old, [])
+            self.skips.discard(gone)
+
+    def _note_skip(self, snap: Snapshot) -> None:
+        if snap.skipped:
+            self.skips.add(Skipped(snap.rel, snap.skipped, snap.mtime_ns, snap.size))
+        else:
+            self.skips.discard(snap.rel)
 
     def _unchanged(self, rel: str, target: Path) -> bool:
         """The index already holds exactly what the file holds (stat and content hash)."""
         found = snapshot.stat_of(self.root, target)
+        earlier = self.skips.get(rel)
+        if found is not None and earlier is not None:
+            return (earlier.mtime_ns, earlier.size) == (found.st_mtime_ns, found.st_size)
         if found is None:
             return False
         with self.reading() as conn:
@@ -176,16 +205,12 @@ class Index:
         except OSError:
             return False
 
-    def _gone_under(self, conn: sqlite3.Connection, rel: str) -> list[str]:
-        """Indexed paths below folder `rel` whose files are gone ('0' is the byte after '/')."""
+    def _under(self, conn: sqlite3.Connection, rel: str) -> list[str]:
+        """Indexed paths below folder `rel` ('0' is the byte after '/')."""
         rows = conn.execute(
             "SELECT path FROM notes WHERE path > ? AND path < ?", (rel + "/", rel + "0")
         ).fetchall()
-        return [
-            p
-            for (p,) in rows
-            if snapshot.stat_of(self.root, self.root.joinpath(*p.split("/"))) is None
-        ]
+        return [p for (p,) in rows]
 
     def reconcile(self, progress: Callable[[int, int], object] | None = None) -> ReconcileStats:
         """Spec §10.2: ingest new and changed files, drop vanished ones, re-resolve links.
@@ -196,39 +221,52 @@ class Index:
         with self.reading() as conn:
             known = {p: (m, s) for p, m, s in conn.execute("SELECT path, mtime, size FROM notes")}
         seen, todo = set(), []
-        for entry in paths.walk(self.root):
+        skipped: dict[str, Skipped] = {}
+        for entry in paths.walk(self.root, skipped=lambda item: skipped.update({item.path: item})):
             seen.add(entry.rel)
-            if known.get(entry.rel) != (entry.mtime_ns, entry.size):
+            earlier = self.skips.get(entry.rel)
+            if earlier is not None and (earlier.mtime_ns, earlier.size) == (
+                entry.mtime_ns, entry.size,
+            ):  # fmt: skip
+                skipped[entry.rel] = earlier  # skipped before for what it holds: unchanged
+            elif known.get(entry.rel) != (entry.mtime_ns, entry.size):
                 todo.append(entry)
         stored: set[str] = set()
         batch: list[tuple[paths.Entry, Snapshot | None]] = []
         for done, pair in enumerate(snapshot.read_many(self.root, todo), start=1):
             batch.append(pair)
             if len(batch) == BATCH or done == len(todo):
-                stored |= self._store_batch(batch, fresh=not known)
+                stored |= self._store_batch(batch, fresh=not known, skipped=skipped)
                 batch = []
                 if progress is not None:
                     progress(done, len(todo))
-        changed, skipped = len(stored), len(todo) - len(stored)
+        self.skips.replace(skipped.values())
+        changed = len(stored)
         dropped = any(e.rel in known and e.rel not in stored for e in todo)
         removed = sum(self._remove_if_gone(rel) for rel in set(known) - seen)
         if changed or removed or dropped:
             with self._write_lock, self._transaction() as conn:
                 linkstore.resolve_all(conn)
-        stats = ReconcileStats(len(seen), changed, removed, skipped, time.perf_counter() - started)
+        elapsed = time.perf_counter() - started
+        stats = ReconcileStats(len(seen), changed, removed, len(skipped), elapsed)
         log.info("index_reconciled", vault=self.vault, files=stats.files, changed=changed,
-                 removed=removed, skipped=skipped, ms=round(stats.seconds * 1000))  # fmt: skip
+                 removed=removed, skipped=stats.skipped, ms=round(elapsed * 1000))  # fmt: skip
         return stats
 
     def _store_batch(
-        self, snaps: Sequence[tuple[paths.Entry, Snapshot | None]], *, fresh: bool
+        self,
+        snaps: Sequence[tuple[paths.Entry, Snapshot | None]],
+        *,
+        fresh: bool,
+        skipped: dict[str, Skipped],
     ) -> set[str]:
         """Store files read outside the lock in one transaction (each file whole).
 
-        Returns the paths now indexed. A file that changed between read and store
-        is read again on its own; one that vanished since the walk is dropped.
+        Returns the paths now indexed; those that cannot be go into `skipped`. A file
+        that changed between read and store is read again on its own; one that
+        vanished since the walk is dropped.
         """
-        stored, again = set(), []
+        stored, again, done = set(), [], []
         with self._write_lock, self._transaction() as conn:
             for entry, snap in snaps:
                 if not snapshot.still(self.root, entry.abs, snap):
@@ -238,12 +276,16 @@ class Index:
                 else:
                     # `fresh` was judged before the lock: an update may have stored it since.
                     _store(conn, snap, fresh=fresh and not _indexed(conn, entry.rel))
-                    if not snap.skipped:
-                        stored.add(entry.rel)
-        stored.update(e.rel for e in again if self._ingest_one(e.rel, e.abs))
+                    done.append(snap)
+        done += [snap for e in again if (snap := self._ingest_one(e.rel, e.abs)) is not None]
+        for snap in done:
+            if snap.skipped:
+                skipped[snap.rel] = Skipped(snap.rel, snap.skipped, snap.mtime_ns, snap.size)
+            else:
+                stored.add(snap.rel)
         return stored
 
-    def _ingest_one(self, rel: str, target: Path) -> bool:
+    def _ingest_one(self, rel: str, target: Path) -> Snapshot | None:
         for _ in range(_RETRIES):
             snap = snapshot.read(self.root, rel, target)
             with self._write_lock, self._transaction() as conn:
@@ -251,15 +293,14 @@ class Index:
                     continue
                 if snap is None:
                     _delete(conn, rel)
-                    return False
+                    return None
                 _store(conn, snap)
-                return not snap.skipped
-        return False
+                return snap
+        return None
 
     def _remove_if_gone(self, rel: str) -> bool:
-        target = self.root.joinpath(*rel.split("/"))
         with self._write_lock, self._transaction() as conn:
-            if snapshot.stat_of(self.root, target) is not None:
+            if snapshot.present(self.root, rel) is not None:
                 return False  # still there after all (a rename in flight): keep it
             _delete(conn, rel)
             return True
@@ -305,8 +346,7 @@ def _store(
     if not fresh:
         _delete(conn, snap.rel)
     if snap.skipped:
-        log.warning("index_skipped", path=snap.rel, reason=snap.skipped, bytes=snap.size)
-        return []
+        return []  # listed in `Index.skips`, which logs it
     note = snap.note
     if note is None:
         conn.execute(

@@ -1,19 +1,24 @@
 """Turning a caller's path into a file inside the vault, or refusing it.
 
 The invariant that keeps `.secondbrain/`, `.git/` and `.obsidian/` out of reach:
-no segment of a resolved path starts with a dot (spec §9, step 6).
+no segment of a resolved path starts with a dot (spec §9, step 6) — neither of the
+path asked for nor of where its symbolic links lead, relative to the vault's real root.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
 import re
-from collections.abc import Iterator
+import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from vault_core.errors import InvalidPathError, InvalidVaultNameError
+from vault_core.skips import Skipped
+from vault_core.text import surrogate_at
 
 VAULT_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 TEMP_PREFIX = ".sbtmp-"
@@ -35,6 +40,22 @@ class Resolved:
     abs: Path
 
 
+def valid_name(text: str) -> bool:
+    """False when `text` holds a lone surrogate: what a file name that is not UTF-8 reads as
+    (surrogateescape) and what a JSON escape like \\udc80 gives. No such name is written."""
+    return surrogate_at(text) < 0
+
+
+def shown(rel: str) -> str:
+    """A path as logs and reports show it: bytes that are not UTF-8 as \\x80 escapes."""
+    if valid_name(rel):
+        return rel
+    try:
+        return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no file name decodes to (from JSON)
+        return rel.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def clean(raw: str) -> str:
     """Steps 1-6 of spec §9: the lexical checks. Returns the cleaned relative path."""
     path = raw.strip()
@@ -42,7 +63,12 @@ def clean(raw: str) -> str:
         raise InvalidPathError(raw, "the path is empty")
     if "\x00" in path:
         raise InvalidPathError(raw, "the path contains a NUL byte")
-    if len(path.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+    if not valid_name(path):
+        raise InvalidPathError(
+            raw,
+            "the path is not valid Unicode (a lone surrogate such as \\udc80); send it as UTF-8",
+        )
+    if len(path.encode("utf-8")) > MAX_PATH_BYTES:
         raise InvalidPathError(raw[:80] + "…", f"the path is longer than {MAX_PATH_BYTES} bytes")
     path = path.replace("\\", "/")
     while path.startswith("./"):
@@ -90,15 +116,48 @@ def resolve_note(root: Path, raw: str) -> Resolved:
 
 
 def _check_symlinks(root: Path, target: Path, raw: str) -> None:
-    # Step 8: resolve what exists of the path. A missing tail is fine (a new
-    # note); an existing prefix that is a symlink pointing outside is not.
+    # Step 8: resolve what exists of the path. A missing tail is fine (a new note); an
+    # existing prefix that is a symlink pointing outside, or into a dot folder, is not.
     try:
         real_root = root.resolve()
         real = target.resolve(strict=False)
     except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop on 3.11/3.12
         raise InvalidPathError(raw, "the path runs into a symbolic link loop") from exc
-    if real != real_root and real_root not in real.parents:
+    where = off_limits(real_root, real)
+    if where == "outside":
         raise InvalidPathError(raw, "the path leads outside the vault through a symbolic link")
+    if where == "hidden":
+        raise InvalidPathError(
+            raw, "the path leads into a hidden folder (.git, .secondbrain, …) through a "
+            "symbolic link",
+        )  # fmt: skip
+
+
+def off_limits(real_root: Path, real: Path) -> str:
+    """Where a resolved path lies: "" inside the vault, "outside" it, or "hidden" in a dot
+    folder (or a dot file) of it — judged relative to the vault's resolved root."""
+    try:
+        inner = real.relative_to(real_root)
+    except ValueError:
+        return "outside"
+    return "hidden" if any(part.startswith(".") for part in inner.parts) else ""
+
+
+def walkable(root: Path, rel: str) -> bool:
+    """True when `walk` could yield `rel` (or could have, for a file now gone): a valid name
+    without dot segments, no symbolic link among its folders, and a linked file that stays
+    inside the vault and out of its dot folders. The watcher reports paths through links."""
+    if not valid_name(rel) or is_hidden(rel):
+        return False
+    parts = rel.split("/")
+    target = root.joinpath(*parts)
+    try:
+        real_root = root.resolve()
+        folder = target.parent.resolve()
+        real = target.resolve()
+    except (OSError, RuntimeError):
+        return False
+    return folder == real_root.joinpath(*parts[:-1]) and not off_limits(real_root, real)
 
 
 def is_hidden(rel: str) -> bool:
@@ -116,52 +175,99 @@ class Entry:
     mtime_ns: int
 
 
-def walk(root: Path, prefix: str = "") -> Iterator[Entry]:
+Report = Callable[[Skipped], object]
+
+
+def walk(root: Path, prefix: str = "", skipped: Report | None = None) -> Iterator[Entry]:
     """Every visible regular file under `root` (or under `prefix`), dot directories skipped.
 
-    Symlinked directories are not followed and symlinked files that point
-    outside the vault are skipped, so a walk never leaves the vault.
+    Symlinked directories are not followed and symlinked files that point outside the
+    vault or into a dot folder are skipped, so a walk never leaves what tools may see.
+    What a person would expect to find but is passed over — a name that is not UTF-8, an
+    unreadable folder, a looping, broken or escaping link — goes to `skipped`.
     """
     start = resolve(root, prefix).abs if prefix else root
     if not start.is_dir():
         return
     real_root = root.resolve()
+    report: Report = skipped or (lambda _item: None)
     stack = [start]
     while stack:
         directory = stack.pop()
         try:
             with os.scandir(directory) as it:
                 entries = sorted(it, key=lambda e: e.name)
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # gone since it was listed
         except OSError:
+            report(Skipped(_rel(root, directory), "unreadable"))
             continue
         subdirs = []
         for entry in entries:
             if entry.name.startswith("."):
                 continue
             entry_path = Path(entry.path)
-            if entry.is_dir(follow_symlinks=False):
+            if not valid_name(entry.name):
+                report(Skipped(_rel(root, entry_path), "bad_name"))
+            elif _is_dir(entry):
                 subdirs.append(entry_path)
-                continue
-            found = _visible_file(root, real_root, entry, entry_path)
-            if found is not None:
+            elif (found := _visible_file(root, real_root, entry, entry_path, report)) is not None:
                 yield found
         stack.extend(reversed(subdirs))
 
 
+def _rel(root: Path, path: Path) -> str:
+    return shown(path.relative_to(root).as_posix())
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
 def _visible_file(
-    root: Path, real_root: Path, entry: os.DirEntry[str], entry_path: Path
+    root: Path, real_root: Path, entry: os.DirEntry[str], entry_path: Path, report: Report
 ) -> Entry | None:
     try:
         if entry.is_symlink():
-            real = entry_path.resolve()
-            if real_root not in real.parents or not real.is_file():
-                return None
-            stat = real.stat()
+            found = _linked(real_root, entry_path, _rel(root, entry_path), report)
         elif entry.is_file(follow_symlinks=False):
-            stat = entry.stat(follow_symlinks=False)
+            found = entry.stat(follow_symlinks=False)
         else:
+            report(Skipped(_rel(root, entry_path), "not_a_file"))
             return None
     except OSError:
+        return None  # gone since the folder was listed
+    if found is None:
         return None
     rel = entry_path.relative_to(root).as_posix()
-    return Entry(rel=rel, abs=entry_path, size=stat.st_size, mtime_ns=stat.st_mtime_ns)
+    return Entry(rel=rel, abs=entry_path, size=found.st_size, mtime_ns=found.st_mtime_ns)
+
+
+def _linked(real_root: Path, link: Path, rel: str, report: Report) -> os.stat_result | None:
+    """The stat of the file a symlink leads to, if walk may show it; otherwise why not."""
+    try:
+        real = link.resolve(strict=True)
+    except FileNotFoundError:
+        report(Skipped(rel, "symlink_broken"))
+        return None
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop on 3.11/3.12
+        looped = isinstance(exc, RuntimeError) or exc.errno == errno.ELOOP
+        report(Skipped(rel, "symlink_loop" if looped else "unreadable"))
+        return None
+    where = off_limits(real_root, real)
+    if where:
+        report(Skipped(rel, f"symlink_{where}"))
+        return None
+    found = real.stat()
+    if stat.S_ISDIR(found.st_mode):
+        folder = link.parent.resolve()
+        if real == folder or real in folder.parents:
+            report(Skipped(rel, "symlink_loop"))  # a folder linked to itself or above it
+        return None  # other linked folders are not followed, by design
+    if not stat.S_ISREG(found.st_mode):
+        report(Skipped(rel, "not_a_file"))
+        return None
+    return found

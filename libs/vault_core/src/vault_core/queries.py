@@ -13,8 +13,9 @@ from typing import Any
 
 from vault_core.index import Index
 from vault_core.search import like_escape, modified, tags_of
+from vault_core.skips import REASONS
 
-REVIEW_CATEGORIES = ("stub", "orphan", "broken_link", "stale", "open_task")
+REVIEW_CATEGORIES = ("stub", "orphan", "broken_link", "stale", "open_task", "skipped")
 _ORPHAN = (
     "n.is_note = 1"
     " AND NOT EXISTS (SELECT 1 FROM links l WHERE l.resolved = n.path AND l.src != n.path)"
@@ -42,8 +43,13 @@ def stats(index: Index) -> dict[str, Any]:
         "notes": notes, "attachments": attachments, "words": words, "bytes": size,
         "tags": len(top), "links": links, "broken_links": broken, "orphans": orphans,
         "open_tasks": open_tasks, "last_modified": modified(last) if last else "",
-        "top_tags": [f"{tag} ({count})" for tag, count in top[:10]],
+        "top_tags": [f"{tag} ({count})" for tag, count in top[:10]], "skipped": len(index.skips),
     }  # fmt: skip
+
+
+def skipped(index: Index, limit: int = 100) -> list[dict[str, str]]:
+    """Files the index leaves out (path escaped, a `skips.REASONS` code), by path."""
+    return [item.row() for item in index.skips.listing(limit)]
 
 
 def tag_list(index: Index, prefix: str = "", limit: int = 200) -> list[dict[str, Any]]:
@@ -184,8 +190,13 @@ def review(
                       " ORDER BY t.path, t.line LIMIT ?", ()),
     }  # fmt: skip
     items: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    if "skipped" in chosen:
+        items["skipped"] = [
+            {"path": item.path, "title": "", "reason": item.reason, "detail": REASONS.get(item.reason, "")}
+            for item in index.skips.listing(limit)
+        ]
     with index.querying() as conn:
-        for category in chosen:
+        for category in (c for c in chosen if c in queries):
             sql, params = queries[category]
             for path, title, reason, raw in conn.execute(sql, (*params, limit)):
                 detail = modified(raw) if category == "stale" else str(raw)

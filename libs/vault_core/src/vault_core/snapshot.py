@@ -16,7 +16,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 
-from vault_core.errors import NOTE_LIMIT, VaultError
+from vault_core import paths
+from vault_core.errors import NOTE_LIMIT, EncodingError
 from vault_core.note import Note, parse
 from vault_core.paths import Entry
 from vault_core.text import content_hash
@@ -33,16 +34,17 @@ class Snapshot:
     mtime_ns: int
     size: int
     note: Note | None  # None for an attachment
-    skipped: str = ""  # why a note is not indexed (too large, not UTF-8); it must not stay
+    skipped: str = ""  # why the file is not indexed (a `skips.REASONS` key); it must not stay
 
 
 def stat_of(root: Path, target: Path) -> os.stat_result | None:
-    """The stat of a regular file the walk would visit: a symlink must stay in the vault."""
+    """The stat of a regular file the walk would visit: a symlink must stay in the vault,
+    out of its dot folders."""
     try:
         found = target.lstat()
         if stat.S_ISLNK(found.st_mode):
             real = target.resolve()
-            if root.resolve() not in real.parents:
+            if paths.off_limits(root.resolve(), real):
                 return None
             found = real.stat()
     except (OSError, RuntimeError):  # RuntimeError: a symlink loop on 3.11/3.12
@@ -50,28 +52,59 @@ def stat_of(root: Path, target: Path) -> os.stat_result | None:
     return found if stat.S_ISREG(found.st_mode) else None
 
 
-def read(root: Path, rel: str, target: Path) -> Snapshot | None:
-    """Stat and read one file; None when it is gone or unreadable.
+def present(root: Path, rel: str) -> os.stat_result | None:
+    """`stat_of` for a path from anywhere (the watcher, a write): None unless `walk` could
+    yield it, so a path through a linked folder never counts as there."""
+    if not paths.walkable(root, rel):
+        return None
+    return stat_of(root, root.joinpath(*rel.split("/")))
 
-    A note over 4 MiB or not in UTF-8 gives a snapshot with `skipped` set.
+
+def read(root: Path, rel: str, target: Path) -> Snapshot | None:
+    """Stat and read one file; None when it is gone.
+
+    A file that cannot be read, a note over 4 MiB, not in UTF-8 or that fails to parse
+    gives a snapshot with `skipped` set: one bad file never stops the others.
     """
     found = stat_of(root, target)
     if found is None:
         return None
+    mtime, size = found.st_mtime_ns, found.st_size
     if not rel.lower().endswith(".md"):
-        return Snapshot(rel, found.st_mtime_ns, found.st_size, None)
-    if found.st_size > NOTE_LIMIT:
-        return Snapshot(rel, found.st_mtime_ns, found.st_size, None, skipped="too_large")
+        return Snapshot(rel, mtime, size, None, skipped="" if _readable(target) else "unreadable")
+    if size > NOTE_LIMIT:
+        return Snapshot(rel, mtime, size, None, skipped="too_large")
     try:
-        data = target.read_bytes()
-        note = parse(rel, data, found.st_mtime_ns)
-    except OSError:
+        data = _read_bytes(target)
+        note = parse(rel, data, mtime)
+    except FileNotFoundError:
         return None
-    except VaultError as exc:
-        return Snapshot(rel, found.st_mtime_ns, found.st_size, None, skipped=exc.code)
-    if len(data) != found.st_size:
+    except OSError:
+        return Snapshot(rel, mtime, size, None, skipped="unreadable")
+    except EncodingError:
+        return Snapshot(rel, mtime, size, None, skipped="not_utf8")
+    except Exception:  # noqa: BLE001 — a parser bug on one file must not stop an index
+        return Snapshot(rel, mtime, size, None, skipped="parse_failed")
+    if len(data) != size:
         return Snapshot(rel, -1, -1, note)  # changed between stat and read: retried
-    return Snapshot(rel, found.st_mtime_ns, found.st_size, note)
+    return Snapshot(rel, mtime, size, note)
+
+
+def _read_bytes(target: Path) -> bytes:
+    # O_NONBLOCK: a pipe put in the file's place after the stat cannot hold the reader.
+    fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read(NOTE_LIMIT + 1)
+
+
+def _readable(target: Path) -> bool:
+    try:
+        os.close(os.open(target, os.O_RDONLY | os.O_NONBLOCK))
+    except FileNotFoundError:
+        return True  # gone: the store sees that for itself
+    except OSError:
+        return False
+    return True
 
 
 def still(root: Path, target: Path, snapshot: Snapshot | None) -> bool:

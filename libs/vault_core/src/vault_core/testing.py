@@ -1,9 +1,14 @@
-"""Helpers that tests of this and other packages reuse: a vault on disk with a fixed clock."""
+"""Helpers that tests of this and other packages reuse: a vault on disk with a fixed clock,
+and the files no tool would ever write, planted by hand."""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import datetime as dt
 import os
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 from vault_core.vault import Vault
@@ -60,3 +65,89 @@ def corpus_dir() -> Path:
         return Path(override)
     repo = Path(__file__).resolve().parents[4]
     return repo.parent / "shared" / "corpora" / "obsidian-help-en"
+
+
+def plant_hostile_files(root: Path) -> dict[str, str]:
+    """Put files into vault `root` that no tool would write, with OS calls and bytes names:
+    names that are not UTF-8, text that is not, looping links (files and folders), links
+    into `.git`, `.git/config`, `.secondbrain` and `.obsidian`, a named pipe. Returns what
+    each is reported as: escaped vault-relative path → reason. `.git` must exist already.
+    """
+    raw = os.fsencode(root)
+    for folder in (b"wiki", b"bad-\xff-folder", b"loops", b"links", b".secondbrain", b".obsidian"):
+        os.makedirs(raw + b"/" + folder, exist_ok=True)  # noqa: PTH103 — bytes names, on purpose
+    for name, data in (
+        (b"wiki/bad-\x80.md", b"# bad name\n"),
+        (b"bad-\xff-folder/inside.md", b"# in a bad folder\n"),
+        (b"wiki/latin1.md", "caf\xe9\n".encode("latin-1")),
+        (b".obsidian/app.json", b"{}\n"),
+        (b".secondbrain/instructions.md", b"# instructions\n"),
+    ):
+        with open(raw + b"/" + name, "wb") as out:  # noqa: PTH123
+            out.write(data)
+    links = {
+        b"loops/a.md": b"b.md", b"loops/b.md": b"a.md", b"loops/here": b".", b"loops/up": b"..",
+        b"links/git": b"../.git", b"links/git-config.md": b"../.git/config",
+        b"links/state": b"../.secondbrain", b"links/obsidian": b"../.obsidian",
+        b"links/instructions.md": b"../.secondbrain/instructions.md",
+    }  # fmt: skip
+    for name, target in links.items():
+        os.symlink(target, raw + b"/" + name)  # noqa: PTH211
+    os.mkfifo(raw + b"/pipe.md")
+    reasons = {"loops/": "symlink_loop", "links/": "symlink_hidden"}
+    expected = {name.decode(): reasons[name.decode()[:6]] for name in links}
+    return {
+        **expected,
+        "wiki/bad-\\x80.md": "bad_name",
+        "bad-\\xff-folder": "bad_name",
+        "wiki/latin1.md": "not_utf8",
+        "pipe.md": "not_a_file",
+    }
+
+
+def plant_unreadable_file(root: Path) -> dict[str, str]:
+    """A note in vault `root` with mode 000 (see `unprivileged` for root), reported so."""
+    locked = root / "wiki" / "locked.md"
+    locked.parent.mkdir(parents=True, exist_ok=True)
+    locked.write_text("# locked\n")
+    locked.chmod(0)
+    return {"wiki/locked.md": "unreadable"}
+
+
+_CAP_VERSION_3 = 0x20080522
+_DAC_OVERRIDES = (1 << 1) | (1 << 2)  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+
+
+@contextlib.contextmanager
+def unprivileged() -> Iterator[None]:
+    """Within the calling thread, file permissions bind even for root: the two capabilities
+    that bypass them leave the effective set (and come back on exit). A no-op for others."""
+    if os.geteuid() != 0:
+        yield
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    header = (ctypes.c_uint32 * 2)(_CAP_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable, for bits 0-31, 32-63
+    if libc.capget(header, data) != 0:
+        raise OSError(ctypes.get_errno(), "capget failed")
+    saved = data[0]
+    data[0] &= ~_DAC_OVERRIDES
+    if libc.capset(header, data) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
+    try:
+        yield
+    finally:
+        data[0] = saved
+        libc.capset(header, data)
+
+
+def unprivileged_command() -> list[str]:
+    """What to put before a command so that, run as root, file permissions bind for it too
+    (`setpriv` drops the two capabilities that bypass them); nothing for other users."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        raise RuntimeError("running as root needs setpriv (util-linux) to test unreadable files")
+    dropped = "-dac_override,-dac_read_search"
+    return [setpriv, f"--inh-caps={dropped}", f"--bounding-set={dropped}"]

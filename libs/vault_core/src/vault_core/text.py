@@ -7,11 +7,13 @@ CRLF, so an edit in one section never rewrites every line of a Windows file.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 
-from vault_core.errors import EncodingError
+from vault_core.errors import EncodingError, InvalidTextError
 
 BOM = "\ufeff"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,23 @@ def decode(data: bytes, rel: str) -> Decoded:
     if crlf:
         text = text.replace("\r\n", "\n")
     return Decoded(text=text, crlf=crlf, bom=bom)
+
+
+def surrogate_at(text: str) -> int:
+    """Where `text` holds its first lone surrogate, or -1. JSON can carry one (\\udc80), a
+    file name that is not UTF-8 reads as one (surrogateescape); UTF-8 cannot hold one."""
+    if text.isascii():
+        return -1
+    found = _SURROGATE.search(text)
+    return -1 if found is None else found.start()
+
+
+def check_unicode(text: str, what: str) -> str:
+    """`text`, unless it holds a lone surrogate: then InvalidTextError naming `what`."""
+    offset = surrogate_at(text)
+    if offset >= 0:
+        raise InvalidTextError(what, offset)
+    return text
 
 
 def encode(text: str, like: Decoded | None = None) -> bytes:

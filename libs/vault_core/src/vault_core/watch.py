@@ -110,6 +110,7 @@ class Watcher:
                 self._reconcile()
             elif todo:
                 self._update(todo)
-        except (OSError, sqlite3.Error, VaultError) as exc:
-            # One bad batch must not end the watch: log it, keep watching.
+        except (OSError, ValueError, RuntimeError, sqlite3.Error, VaultError) as exc:
+            # One bad batch must not end the watch: log it, keep watching. (ValueError: a
+            # name that is not UTF-8; RuntimeError: a symlink loop on 3.11/3.12.)
             log.warning("watch_batch_failed", vault=self.vault, error=type(exc).__name__)

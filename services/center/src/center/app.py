@@ -22,6 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from center import __version__
 from center.config import Settings
+from center.console.routes import CONSOLE_ROUTERS
 from center.errors import CenterError, RateLimitedError, TooLargeError
 from center.log import configure_logging, get_logger, scrub
 from center.passwords import Passwords
@@ -180,7 +181,7 @@ def create_app(
     }
     for kind, handler in handlers.items():
         app.add_exception_handler(kind, handler)
-    for router in ROUTERS:
+    for router in (*ROUTERS, *CONSOLE_ROUTERS):
         app.include_router(router)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     app.add_middleware(AccessLog)

@@ -53,13 +53,19 @@ class Event:
 
 @dataclass(frozen=True)
 class Selection:
-    """Which records an export returns: one vault (None: all) and a seq range."""
+    """Which records an export returns: one vault (None: all) and a seq range, and
+    optionally one actor, one action (or family: `grant` is every `grant.*`) and a time
+    range (`ts` from `after` inclusive to `before` exclusive, in the records' own form)."""
 
     vault: str | None = None
     since: int = 1
     until: int | None = None
     vaulted_only: bool = False
     """Leave out global records (vault null): for members, who see vaults, not the center."""
+    actor: str | None = None
+    action: str | None = None
+    after: str | None = None
+    before: str | None = None
 
     def wants(self, seq: int, vault: str | None) -> bool:
         if seq < self.since or (self.until is not None and seq > self.until):
@@ -67,6 +73,24 @@ class Selection:
         if self.vaulted_only and vault is None:
             return False
         return self.vault is None or vault == self.vault
+
+    @property
+    def reads_records(self) -> bool:
+        """Whether `matches` needs the record itself, beyond its seq and vault."""
+        return any(v is not None for v in (self.actor, self.action, self.after, self.before))
+
+    def matches(self, record: Mapping[str, Any]) -> bool:
+        """The filters on a record's content (`wants` already passed)."""
+        action, ts = str(record.get("action", "")), str(record.get("ts", ""))
+        if self.actor is not None and record.get("actor") != self.actor:
+            return False
+        if self.action is not None and not (
+            action == self.action or action.startswith(self.action + ".")
+        ):
+            return False
+        if self.after is not None and ts < self.after:
+            return False
+        return self.before is None or ts < self.before
 
 
 def build(head: Head, events: Iterable[Event], now: float) -> list[dict[str, Any]]:
@@ -234,7 +258,7 @@ class JsonlAudit:
 def _matching(lines: Iterable[str], selection: Selection) -> Iterator[str]:
     for line in lines:
         record = json.loads(line)
-        if selection.wants(record["seq"], record["vault"]):
+        if selection.wants(record["seq"], record["vault"]) and selection.matches(record):
             yield line.rstrip("\n")
 
 
@@ -292,7 +316,9 @@ class TableAudit:
         async for line, vault in await session.stream(query):
             if not verifier.feed(line):
                 break
-            if selection.wants(verifier.next_seq - 1, vault):
+            if selection.wants(verifier.next_seq - 1, vault) and (
+                not selection.reads_records or selection.matches(json.loads(line))
+            ):
                 lines.append(line)
         report = verifier.finish()
         if not report.ok:

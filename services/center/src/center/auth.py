@@ -96,17 +96,11 @@ class Authenticator:
 
     async def member(self, credential: str | None, *, grants: bool = False) -> Principal:
         """A member only: the admin token is refused (401) on every content route."""
-        caller = await self.caller(credential, grants=grants)
-        if caller.is_operator:
-            raise UnauthorizedError("the admin token is not accepted here; use a member credential")
-        return caller
+        return as_member(await self.caller(credential, grants=grants))
 
     async def operator(self, credential: str | None) -> Principal:
         """The operator only; a member is authenticated but not allowed (403)."""
-        caller = await self.caller(credential)
-        if not caller.is_operator:
-            raise ForbiddenError("only the operator's admin token may do this")
-        return caller
+        return as_operator(await self.caller(credential))
 
     async def grant_holder(self, token: str) -> Principal:
         """The grantee of the live grant this token was signed for, acting within that
@@ -155,6 +149,21 @@ class Authenticator:
         if node is None or not hmac.compare_digest(node.credential_hash, hashed):
             raise UnauthorizedError("unknown node credential; register the node with `node add`")
         return node.id
+
+
+def as_member(caller: Principal) -> Principal:
+    """`caller` if it is a member; the operator is refused (401), as on content routes.
+    The API's bearer checks and the console's session checks both decide here."""
+    if caller.is_operator:
+        raise UnauthorizedError("the admin token is not accepted here; use a member credential")
+    return caller
+
+
+def as_operator(caller: Principal) -> Principal:
+    """`caller` if it is the operator; a member is refused (403)."""
+    if not caller.is_operator:
+        raise ForbiddenError("only the operator's admin token may do this")
+    return caller
 
 
 def _live(row: Grant | None, claims: Claims, now: int) -> bool:

@@ -113,6 +113,12 @@ class Settings(BaseSettings):
     login_rate_limit: str = Field(
         "10/m", description="Failed logins per source IP: <count>/<s|m|h>, refilled continuously"
     )
+    console_idle_minutes: int = Field(
+        30, ge=1, le=1440, description="A console session ends after this long without a request"
+    )
+    console_hours: int = Field(
+        12, ge=1, le=168, description="A console session ends this long after sign-in, at most"
+    )
     registration: Literal["off", "email", "username"] = Field(
         "off", description="Self-service accounts: off, email (verified over SMTP) or username"
     )

@@ -295,6 +295,41 @@ async def revoke_involving(work: Change, member_id: str, actor: str, reason: str
     return await _cascade(work, list(rows.all()), actor, reason)
 
 
+async def descendants(session: AsyncSession, roots: Sequence[str], now: int) -> list[Grant]:
+    """The live grants delegated under `roots`, transitively: what revoking them revokes."""
+    found: list[Grant] = []
+    frontier = list(roots)
+    while frontier:
+        children = select(Grant).where(
+            Grant.parent.in_(frontier), Grant.revoked.is_(None), Grant.expires > now
+        )
+        rows = list((await session.scalars(children.order_by(Grant.created, Grant.id))).all())
+        found.extend(rows)
+        frontier = [row.id for row in rows]
+    return found
+
+
+async def involving(session: AsyncSession, member_id: str, now: int) -> list[dict[str, Any]]:
+    """What `revoke_involving` would revoke now: live grants issued by or to the member,
+    and everything under them (a confirmation page lists them first)."""
+    rows = list(
+        (
+            await session.scalars(
+                select(Grant)
+                .where(
+                    or_(Grant.issued_by == member_id, Grant.grantee == member_id),
+                    Grant.revoked.is_(None),
+                    Grant.expires > now,
+                )
+                .order_by(Grant.created, Grant.id)
+            )
+        ).all()
+    )
+    seen = {row.id for row in rows}
+    below = [row for row in await descendants(session, list(seen), now) if row.id not in seen]
+    return [view(row) for row in [*rows, *below]]
+
+
 async def listing(
     session: AsyncSession, caller: Principal, vault: str | None, now: int
 ) -> list[dict[str, Any]]:

@@ -13,25 +13,35 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from center import tokens
-from center.auth import digest, new_credential
+from center.auth import as_member, digest, new_credential
+from center.console.sessions import end_for
 from center.db import Generation, Member
-from center.errors import ConflictError, ExistsError, InvalidArgumentError, NotFoundError
+from center.errors import (
+    ConflictError,
+    ExistsError,
+    ForbiddenError,
+    InvalidArgumentError,
+    NotFoundError,
+)
 from center.grants import revoke_involving
 from center.oauth import refresh
+from center.passwords import Passwords, check_password
 from center.principals import (
     FIRST_GENERATION,
     OPERATOR_ID,
+    Principal,
     bump_generation,
     check_member_id,
     check_vaults,
+    current,
     generation_of,
     role_and_scope,
 )
-from center.store import Change
+from center.store import Change, Store
 
 EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s.]+(\.[^@\s.]+)+")
 """A login address, checked for shape only: one @, no spaces, a dotted domain."""
@@ -75,6 +85,7 @@ def view(member: Member, generation: int) -> dict[str, Any]:
         "email": member.email,
         "created": member.created,
         "updated": member.updated,
+        "last_sign_in": member.last_sign_in,
     }
 
 
@@ -159,6 +170,7 @@ async def update(work: Change, member_id: str, patch: MemberPatch) -> dict[str, 
     if patch.rotate_credential:
         extra["credential"] = new_credential()
         member.credential_hash = digest(extra["credential"])
+    await end_for(work, member_id)
     revoked: list[str] = []
     if authority or patch.rotate_credential:
         await bump_generation(work.session, member_id)
@@ -177,6 +189,7 @@ async def remove(work: Change, member_id: str) -> dict[str, Any]:
     generation = await bump_generation(work.session, member_id)
     revoked = await revoke_involving(work, member_id, OPERATOR_ID, "member.remove")
     await tokens.revoke_issued_by(work, member_id, "member.remove")
+    await end_for(work, member_id)
     await work.session.delete(member)
     work.record(
         "member.remove", actor=OPERATOR_ID, subject=member_id, vault=_vault_field(member.vaults)
@@ -184,9 +197,17 @@ async def remove(work: Change, member_id: str) -> dict[str, Any]:
     return {"id": member_id, "generation": generation, "revoked_grants": revoked}
 
 
-async def listing(session: AsyncSession) -> list[dict[str, Any]]:
-    members = (await session.scalars(select(Member).order_by(Member.id))).all()
+async def listing(
+    session: AsyncSession, offset: int = 0, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """Members by id; `offset` and `limit` page through them."""
+    query = select(Member).order_by(Member.id).offset(offset).limit(limit)
+    members = (await session.scalars(query)).all()
     return [view(m, await generation_of(session, m.id)) for m in members]
+
+
+async def count(session: AsyncSession) -> int:
+    return (await session.scalar(select(func.count()).select_from(Member))) or 0
 
 
 async def get(session: AsyncSession, member_id: str) -> dict[str, Any]:
@@ -194,3 +215,35 @@ async def get(session: AsyncSession, member_id: str) -> dict[str, Any]:
     if member is None:
         raise NotFoundError("member", member_id)
     return view(member, await generation_of(session, member_id))
+
+
+async def change_password(
+    store: Store,
+    passwords: Passwords,
+    caller: Principal,
+    *,
+    old: str,
+    new: str,
+    channel: str | None = None,
+) -> dict[str, Any]:
+    """A member sets its own password, proving the one it has. Its sign-ins end (OAuth
+    and console sessions alike); its credential, tokens and grants stay."""
+    caller = as_member(caller)
+    check_password(new)
+    async with store.read() as session:
+        stored = (await _get(session, caller.id)).password_hash
+    if stored is None or not await passwords.verify(stored, old):
+        raise ForbiddenError("the current password is wrong; nothing was changed")
+    password_hash = await passwords.hash(new)
+    async with store.change(channel) as work:
+        await current(work.session, caller)
+        member = await _get(work.session, caller.id)
+        if member.password_hash != stored:
+            raise ConflictError("the password changed meanwhile; sign in again and retry")
+        member.password_hash, member.updated = password_hash, work.now
+        ended = await refresh.end_sessions(work, caller.id, "member.password")
+        await end_for(work, caller.id)
+        work.record(
+            "member.password", actor=caller.id, subject=caller.id, object=f"member:{caller.id}"
+        )
+    return {"id": caller.id, "ended_sign_ins": ended}

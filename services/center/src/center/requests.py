@@ -57,6 +57,16 @@ class RequestAsk:
     approvers: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Decision:
+    """How an approver decides: optionally narrower than asked (`scope`, `minutes`), and
+    with a reason (for a rejection, the requester reads it)."""
+
+    scope: Scope | None = None
+    minutes: int | None = None
+    reason: str | None = None
+
+
 def view(row: Request) -> dict[str, Any]:
     """A request as listings show it: metadata and decision, never token material."""
     return {
@@ -72,6 +82,9 @@ def view(row: Request) -> dict[str, Any]:
         "decided": row.decided,
         "decided_by": row.decided_by,
         "grant_id": row.grant_id,
+        "asked_scope": row.asked_scope or row.scope,
+        "asked_minutes": row.asked_minutes or row.minutes,
+        "decision_reason": row.decision_reason,
     }
 
 
@@ -186,9 +199,15 @@ async def _request(session: AsyncSession, caller: Principal, request_id: str) ->
 
 
 async def decide(
-    work: Change, caller: Principal, request_id: str, verdict: Verdict
+    work: Change,
+    caller: Principal,
+    request_id: str,
+    verdict: Verdict,
+    decision: Decision | None = None,
 ) -> dict[str, Any]:
-    """Approve or reject a pending request, once; an approval records the approver's bounds."""
+    """Approve or reject a pending request, once; an approval records the approver's bounds
+    and may narrow the scope or the minutes asked for (never widen them)."""
+    decision = decision or Decision()
     caller = await current(work.session, caller)
     await housekeep(work)
     row = await _request(work.session, caller, request_id)
@@ -204,14 +223,38 @@ async def decide(
     narrowed(caller.permissions, parse_scope(row.scope))
     if role_rank(requester.role) > role_rank(caller.role):
         raise ForbiddenError(f"the requester's role {requester.role} is above yours")
-    row.decided, row.decided_by = work.now, caller.id
+    row.decided, row.decided_by, row.decision_reason = work.now, caller.id, decision.reason
     if verdict == "reject":
         row.state = "rejected"
     else:
+        _narrow(row, decision)
         row.state, row.approver_scope, row.approver_role = "approved", caller.scope, caller.role
         row.approver_generation, row.requester_generation = caller.generation, requester.generation
-    work.record(f"request.{verdict}", **_fields(row, caller.id))
+    work.record(f"request.{verdict}", **_fields(row, caller.id), reason=_why(row, decision))
     return view(row)
+
+
+def _narrow(row: Request, decision: Decision) -> None:
+    """Apply an approver's narrower scope or minutes; anything wider is refused (403)."""
+    scope, minutes = decision.scope or parse_scope(row.scope), decision.minutes or row.minutes
+    if not EXPANSION[scope] <= EXPANSION[parse_scope(row.scope)]:
+        raise ForbiddenError(f"{scope} is more than the {row.scope} asked for; approve less")
+    if not 1 <= minutes <= row.minutes:
+        raise ForbiddenError(f"approve 1 to {row.minutes} minutes, the most that was asked for")
+    if (scope, minutes) != (row.scope, row.minutes):
+        row.asked_scope, row.asked_minutes = row.scope, row.minutes
+        row.scope, row.minutes = scope, minutes
+
+
+def _why(row: Request, decision: Decision) -> str | None:
+    """The audit reason of a decision: the approver's words, and any narrowing."""
+    parts = [decision.reason] if decision.reason else []
+    if row.asked_scope is not None and row.state == "approved":
+        parts.append(
+            f"narrowed from {row.asked_scope} for {row.asked_minutes} min "
+            f"to {row.scope} for {row.minutes} min"
+        )
+    return "; ".join(parts)[:256] or None
 
 
 async def cancel(work: Change, caller: Principal, request_id: str) -> dict[str, Any]:

@@ -30,9 +30,13 @@ class Change:
     session: AsyncSession
     now: int
     events: list[Event] = field(default_factory=list)
+    channel: str | None = None
+    """Where the change was asked for besides the API (`console`); every record says so."""
 
     def record(self, action: str, **fields: Value) -> None:
         """Queue an audit record; a field no record may hold is refused right here."""
+        if self.channel is not None:
+            fields["channel"] = self.channel
         self.events.append(Event.of(action, **fields))
 
 
@@ -64,8 +68,9 @@ class Store:
             raise StorageError(type(exc).__name__) from None
 
     @asynccontextmanager
-    async def change(self) -> AsyncIterator[Change]:
-        """Run one serialized, audited change; see the module docstring."""
+    async def change(self, channel: str | None = None) -> AsyncIterator[Change]:
+        """Run one serialized, audited change; see the module docstring. `channel` marks
+        every record it appends (the console's changes say `console`)."""
         self._refuse_if_locked()
         async with self._lock:
             self._refuse_if_locked()
@@ -73,7 +78,7 @@ class Store:
             try:
                 async with self.sessions() as session, session.begin():
                     await self.audit.lock(session)
-                    work = Change(session, self.now())
+                    work = Change(session, self.now(), channel=channel)
                     yield work
                     await session.flush()
                     appended = bool(work.events)

@@ -200,6 +200,7 @@ def _view(row: Token) -> dict[str, Any]:
     return {
         "jti": row.jti,
         "subject": row.subject,
+        "issued_by": row.issued_by,
         "scope": row.scope,
         "vaults": list(row.vaults),
         "created": row.created,

@@ -35,6 +35,7 @@ class Member(Base):
     email: Mapped[str | None] = mapped_column(String(254), unique=True, index=True, default=None)
     created: Mapped[int] = mapped_column(BigInteger)
     updated: Mapped[int] = mapped_column(BigInteger)
+    last_sign_in: Mapped[int | None] = mapped_column(BigInteger, default=None)
 
 
 class Generation(Base):
@@ -91,6 +92,11 @@ class Request(Base):
     approver_generation: Mapped[int | None] = mapped_column(BigInteger, default=None)
     requester_generation: Mapped[int | None] = mapped_column(BigInteger, default=None)
     grant_id: Mapped[str | None] = mapped_column(String(OBJECT_ID), default=None)
+    asked_scope: Mapped[str | None] = mapped_column(String(24), default=None)
+    """The scope asked for, kept when the approver narrowed `scope`."""
+    asked_minutes: Mapped[int | None] = mapped_column(Integer, default=None)
+    """The minutes asked for, kept when the approver narrowed `minutes`."""
+    decision_reason: Mapped[str | None] = mapped_column(String(256), default=None)
 
 
 class Node(Base):
@@ -278,3 +284,17 @@ class PendingAccount(Base):
     created: Mapped[int] = mapped_column(BigInteger)
     expires: Mapped[int] = mapped_column(BigInteger, index=True)
     attempts: Mapped[int] = mapped_column(Integer)
+
+
+class ConsoleSession(Base):
+    """A signed-in browser of the console, by the SHA-256 of its cookie: who (a member or
+    the operator), at which member generation, and when it idles out and ends for good."""
+
+    __tablename__ = "console_sessions"
+
+    id_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    principal: Mapped[str] = mapped_column(String(ID), index=True)
+    generation: Mapped[int] = mapped_column(BigInteger)
+    created: Mapped[int] = mapped_column(BigInteger)
+    seen: Mapped[int] = mapped_column(BigInteger)
+    expires: Mapped[int] = mapped_column(BigInteger, index=True)

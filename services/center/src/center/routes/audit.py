@@ -7,6 +7,10 @@ sees everything; an admin or owner member sees only records of vaults it manages
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import date, timedelta
+from typing import Annotated
+
 from fastapi import APIRouter, Query, Response
 
 from center.audit import Selection
@@ -37,19 +41,43 @@ def selection(caller: Principal, vault: str | None, since: int, until: int | Non
     return Selection(vault, since, until)
 
 
+def narrowed(
+    chosen: Selection,
+    actor: str | None = None,
+    action: str | None = None,
+    from_date: date | None = None,
+    to_date: date | None = None,
+) -> Selection:
+    """`chosen` with the content filters: an actor, an action (or `grant` for every
+    `grant.*`) and UTC dates, both inclusive."""
+    if from_date is not None and to_date is not None and to_date < from_date:
+        raise InvalidArgumentError("to_date", "must not be before from_date")
+    after = f"{from_date.isoformat()}T00:00:00.000000Z" if from_date else None
+    end = to_date + timedelta(days=1) if to_date else None
+    before = f"{end.isoformat()}T00:00:00.000000Z" if end else None
+    return replace(chosen, actor=actor or None, action=action or None, after=after, before=before)
+
+
 @router.get(
     "/v1/audit",
     summary="Audit records as NDJSON (application/x-ndjson)",
     response_class=Response,
     responses={200: {"content": {NDJSON: {}}}},
 )
-async def export(
+async def export(  # noqa: PLR0917 - FastAPI passes query parameters by name
     center: CenterDep,
     caller: Caller,
     vault: str | None = None,
     since: int = Query(1, ge=1),
     until: int | None = Query(None, ge=1),
+    actor: Annotated[str | None, Query(max_length=64, description="Only this actor's")] = None,
+    action: Annotated[
+        str | None, Query(max_length=64, description="An action (grant.issue) or family (grant)")
+    ] = None,
+    from_date: Annotated[date | None, Query(description="First UTC day (YYYY-MM-DD)")] = None,
+    to_date: Annotated[date | None, Query(description="Last UTC day, inclusive")] = None,
 ) -> Response:
-    lines = await center.store.audit_export(selection(caller, vault, since, until))
+    chosen = narrowed(selection(caller, vault, since, until), actor, action, from_date, to_date)
+    lines = await center.store.audit_export(chosen)
     body = "".join(f"{line}\n" for line in lines)
     return Response(body, media_type=NDJSON)

@@ -34,6 +34,19 @@ class RequestIn(BaseModel):
     )
 
 
+class DecisionIn(BaseModel):
+    """Optional: approve less than asked (`scope`, `minutes`); give a reason (reject)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scope: str | None = Field(None, description="Approve at most this scope (within the ask)")
+    minutes: int | None = Field(None, ge=1, le=60, description="Approve at most this long")
+    reason: str | None = Field(None, max_length=256, description="Audit metadata; no secrets")
+
+    def decision(self) -> requests.Decision:
+        return requests.Decision(scope_arg(self.scope), self.minutes, self.reason)
+
+
 class ClaimIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -68,15 +81,21 @@ async def list_requests(
 
 
 @router.post("/{request_id}/approve", summary="Approve a pending request (issues nothing)")
-async def approve(request_id: str, center: CenterDep, caller: Caller) -> dict[str, Any]:
+async def approve(
+    request_id: str, center: CenterDep, caller: Caller, body: DecisionIn | None = None
+) -> dict[str, Any]:
+    decision = body.decision() if body is not None else None
     async with center.store.change() as work:
-        return await requests.decide(work, caller, request_id, "approve")
+        return await requests.decide(work, caller, request_id, "approve", decision)
 
 
 @router.post("/{request_id}/reject", summary="Reject a pending request")
-async def reject(request_id: str, center: CenterDep, caller: Caller) -> dict[str, Any]:
+async def reject(
+    request_id: str, center: CenterDep, caller: Caller, body: DecisionIn | None = None
+) -> dict[str, Any]:
+    decision = requests.Decision(reason=body.reason) if body is not None else None
     async with center.store.change() as work:
-        return await requests.decide(work, caller, request_id, "reject")
+        return await requests.decide(work, caller, request_id, "reject", decision)
 
 
 @router.post("/{request_id}/cancel", summary="Withdraw one's own request")

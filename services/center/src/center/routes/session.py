@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from center import tokens
+from center import members, tokens
 from center.routes.deps import NO_STORE, Caller, CenterDep, GrantMember, MemberCaller, scope_arg
 
 router = APIRouter(tags=["session"])
@@ -84,3 +84,25 @@ async def list_tokens(center: CenterDep, caller: Caller) -> dict[str, Any]:
 async def revoke_token(jti: str, center: CenterDep, caller: Caller) -> dict[str, Any]:
     async with center.store.change() as work:
         return await tokens.revoke(work, caller, jti)
+
+
+class PasswordIn(BaseModel):
+    """The member's current password and the new one (12-256 UTF-8 bytes)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    current: SecretStr = Field(min_length=1, max_length=256)
+    new: SecretStr = Field(min_length=1, max_length=256)
+
+
+@router.put("/v1/session/password", summary="Change one's own password; one's sign-ins end")
+async def change_password(
+    body: PasswordIn, center: CenterDep, caller: MemberCaller
+) -> dict[str, Any]:
+    return await members.change_password(
+        center.store,
+        center.passwords,
+        caller,
+        old=body.current.get_secret_value(),
+        new=body.new.get_secret_value(),
+    )

@@ -1,0 +1,230 @@
+"""The console's sign-in, sessions, headers and CSRF tokens, through its pages as a
+browser sees them (in process, on SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+
+import httpx
+import pytest
+import pytest_asyncio
+from fastapi import FastAPI
+
+from center import testing as t
+from center.config import Settings
+from center.console.testing import Browser
+from center.oauth import testing as o
+
+pytestmark = pytest.mark.asyncio
+
+
+@pytest_asyncio.fixture
+async def app(settings: Settings, clock: t.Clock) -> AsyncIterator[FastAPI]:
+    async with t.running(settings, clock, passwords=o.fast_passwords()) as running:
+        async with t.client(running) as http:
+            await o.add_node(http)
+            await o.add_member(http, "alice", role="editor", scope="read_write")
+            await o.add_member(http, "bob", role="admin", scope="read_write_delete")
+        yield running
+
+
+@pytest_asyncio.fixture
+async def browsers(app: FastAPI) -> AsyncIterator[Callable[[], Browser]]:
+    """Make browsers, each with its own cookie jar; all closed after the test."""
+    opened: list[httpx.AsyncClient] = []
+
+    def make() -> Browser:
+        opened.append(t.client(app))
+        return Browser(opened[-1])
+
+    yield make
+    for http in opened:
+        await http.aclose()
+
+
+async def audit(app: FastAPI) -> list[dict[str, object]]:
+    async with t.client(app) as http:
+        exported = await http.get("/v1/audit", headers=t.ADMIN)
+    return [json.loads(line) for line in exported.text.splitlines()]
+
+
+def cookie_header(response: httpx.Response, name: str) -> str:
+    return next(v for v in response.headers.get_list("set-cookie") if v.startswith(f"{name}="))
+
+
+# ---------------------------------------------------------------- sign-in and headers
+
+
+async def test_the_pages_carry_a_strict_policy_and_no_inline_script(
+    browsers: Callable[[], Browser],
+) -> None:
+    page = await browsers().get("/console/sign-in")
+    assert page.status_code == 200
+    policy = page.headers["content-security-policy"]
+    for directive in ("default-src 'none'", "script-src 'self'", "frame-ancestors 'none'"):
+        assert directive in policy
+    assert "unsafe-inline" not in policy
+    assert page.headers["x-frame-options"] == "DENY"
+    assert page.headers["cache-control"] == "no-store"
+    assert "<script>" not in page.text
+    assert "style=" not in page.text
+    assert "<style" not in page.text
+
+
+async def test_a_member_signs_in_with_a_session_cookie_that_is_httponly_strict_and_secure(
+    browsers: Callable[[], Browser], app: FastAPI
+) -> None:
+    alice = browsers()
+    signed = await alice.sign_in()
+    assert signed.status_code == 303
+    assert signed.headers["location"] == "/console/requests"
+    cookie = cookie_header(signed, "__Host-sb_console").lower()
+    for flag in ("httponly", "samesite=strict", "secure", "path=/"):
+        assert flag in cookie
+    page = await alice.get("/console/requests")
+    assert page.status_code == 200
+    assert "alice" in page.text
+    records = [r for r in await audit(app) if r["action"] == "login.success"]
+    assert records[-1]["actor"] == "alice"
+    assert records[-1]["object"] == "console"
+    assert records[-1]["channel"] == "console"
+
+
+async def test_on_plain_http_the_cookie_is_not_secure(settings: Settings, clock: t.Clock) -> None:
+    loopback = settings.model_copy(update={"issuer": "http://127.0.0.1:2021"})
+    async with t.running(loopback, clock) as running, t.client(running) as http:
+        signed = await Browser(http).sign_in_operator()
+    cookie = cookie_header(signed, "sb_console").lower()
+    assert "httponly" in cookie
+    assert "samesite=strict" in cookie
+    assert "secure" not in cookie
+
+
+async def test_a_wrong_password_is_refused_and_audited(
+    browsers: Callable[[], Browser], app: FastAPI
+) -> None:
+    alice = browsers()
+    failed = await alice.sign_in(password="not the password at all")
+    assert failed.status_code == 401
+    assert "Invalid member id, e-mail or password." in failed.text
+    assert (await alice.get("/console/requests")).status_code == 303
+    failure = [r for r in await audit(app) if r["action"] == "login.failure"][-1]
+    assert (failure["actor"], failure["channel"]) == ("public", "console")
+
+
+async def test_the_operator_signs_in_with_the_admin_token_in_the_form_body(
+    browsers: Callable[[], Browser],
+) -> None:
+    operator = browsers()
+    assert (await operator.sign_in_operator("x" * 40)).status_code == 401
+    signed = await operator.sign_in_operator()
+    assert signed.status_code == 303
+    assert t.ADMIN_TOKEN not in signed.headers["location"]
+    page = await operator.get("/console/requests")
+    assert page.status_code == 200
+    assert "operator" in page.text
+
+
+async def test_without_a_session_every_page_sends_the_browser_to_sign_in(
+    browsers: Callable[[], Browser],
+) -> None:
+    stranger = browsers()
+    for path in ("/console/requests", "/console/members", "/console/audit", "/console/me"):
+        answer = await stranger.get(path)
+        assert answer.status_code in (303, 404), path
+        if answer.status_code == 303:
+            assert answer.headers["location"] == "/console/sign-in"
+
+
+# ---------------------------------------------------------------- CSRF
+
+
+async def test_a_form_without_its_token_is_refused(browsers: Callable[[], Browser]) -> None:
+    alice = browsers()
+    await alice.sign_in()
+    await alice.get("/console/requests")
+    refused = await alice.post("/console/requests", csrf="", vault="team", scope="read")
+    assert refused.status_code == 403
+    assert "This form cannot be used" in refused.text
+
+
+async def test_a_spent_token_is_refused_the_second_time(browsers: Callable[[], Browser]) -> None:
+    alice = browsers()
+    await alice.sign_in()
+    await alice.get("/console/requests")
+    token = alice.csrf
+    first = await alice.post("/console/requests", csrf=token, vault="team", scope="read")
+    assert first.status_code == 303
+    replayed = await alice.post("/console/requests", csrf=token, vault="team", scope="read")
+    assert replayed.status_code == 403
+
+
+async def test_a_token_from_another_session_is_refused(browsers: Callable[[], Browser]) -> None:
+    alice, bob = browsers(), browsers()
+    await alice.sign_in()
+    await bob.sign_in("bob")
+    await bob.get("/console/requests")
+    refused = await alice.post("/console/requests", csrf=bob.csrf, vault="team", scope="read")
+    assert refused.status_code == 403
+
+
+async def test_a_sign_in_form_from_another_browser_is_refused(
+    browsers: Callable[[], Browser],
+) -> None:
+    alice, mallory = browsers(), browsers()
+    await mallory.get("/console/sign-in")
+    await alice.get("/console/sign-in")
+    refused = await alice.post(
+        "/console/sign-in", csrf=mallory.csrf, username="alice", password=o.PASSWORD
+    )
+    assert refused.status_code == 403
+
+
+# ---------------------------------------------------------------- sessions end
+
+
+async def test_sign_out_ends_the_session_on_the_server(browsers: Callable[[], Browser]) -> None:
+    alice = browsers()
+    signed = await alice.sign_in()
+    cookie = cookie_header(signed, "__Host-sb_console").split(";")[0].split("=", 1)[1]
+    await alice.get("/console/requests")
+    out = await alice.post("/console/sign-out")
+    assert out.status_code == 303
+    replay = browsers()
+    replay.http.cookies.set("__Host-sb_console", cookie)
+    assert (await replay.get("/console/requests")).status_code == 303
+
+
+async def test_idle_and_absolute_timeouts_end_a_session(
+    browsers: Callable[[], Browser], clock: t.Clock
+) -> None:
+    alice = browsers()
+    await alice.sign_in()
+    clock.advance(29 * 60)
+    assert (await alice.get("/console/requests")).status_code == 200
+    clock.advance(31 * 60)
+    assert (await alice.get("/console/requests")).status_code == 303
+    await alice.sign_in()
+    for _ in range(12 * 3):
+        clock.advance(20 * 60)
+        if (await alice.get("/console/requests")).status_code != 200:
+            break
+    assert (await alice.get("/console/requests")).status_code == 303
+
+
+async def test_a_member_change_or_removal_ends_its_sessions(
+    browsers: Callable[[], Browser], app: FastAPI
+) -> None:
+    alice, bob = browsers(), browsers()
+    await alice.sign_in()
+    await bob.sign_in("bob")
+    async with t.client(app) as http:
+        changed = await http.patch(
+            "/v1/members/alice", json={"email": "a@example.org"}, headers=t.ADMIN
+        )
+        assert changed.status_code == 200
+        assert (await alice.get("/console/requests")).status_code == 303
+        removed = await http.delete("/v1/members/bob", headers=t.ADMIN)
+        assert removed.status_code == 200
+    assert (await bob.get("/console/requests")).status_code == 303
