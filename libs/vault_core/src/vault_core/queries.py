@@ -192,8 +192,8 @@ def review(
     items: dict[str, list[dict[str, Any]]] = defaultdict(list)
     if "skipped" in chosen:
         items["skipped"] = [
-            {"path": item.path, "title": "", "reason": item.reason, "detail": REASONS.get(item.reason, "")}
-            for item in index.skips.listing(limit)
+            {"path": i.path, "title": "", "reason": i.reason, "detail": REASONS.get(i.reason, "")}
+            for i in index.skips.listing(limit)
         ]
     with index.querying() as conn:
         for category in (c for c in chosen if c in queries):
