@@ -25,6 +25,7 @@ from vault_core.errors import (
     VersioningOffError,
 )
 from vault_core.gitstore import GITIGNORE_LINES, GitStore, Identity
+from vault_core.testing import unprivileged
 
 NODE = Identity("node", "node@example.org")
 ALICE = Identity("alice", "alice@example.org")
@@ -216,6 +217,31 @@ def test_paths_outside_the_vault_are_refused(store: GitStore) -> None:
     for bad in ["../x.md", "/etc/passwd", "a//b.md", "./a.md", ".git/config", "x/.GIT/y", ""]:
         with pytest.raises(InvalidPathError):
             store.commit("bad", [bad])
+
+
+def test_a_path_that_cannot_be_committed_is_left_out_and_the_others_are_committed(
+    root: Path, store: GitStore
+) -> None:
+    committed(store, root, "first.md", "one\n")
+    write(root, "good.md", "good\n")
+    (root / write(root, "locked.md", "locked\n")).chmod(0)
+    (root / "links").mkdir()
+    (root / "links" / "git").symlink_to("../.git", target_is_directory=True)
+    with open(os.fsencode(root) + b"/bad-\x80.md", "wb") as out:  # a bytes name
+        out.write(b"bad name\n")
+    wanted = ["good.md", "locked.md", "bad-\udc80.md", "links/git/config", "links/git/HEAD"]
+    with structlog.testing.capture_logs() as logs, unprivileged():
+        sha = store.commit("several", wanted)
+    assert sha is not None
+    assert git(root, "show", "--name-only", "--format=", sha).split() == ["good.md"]
+    skipped = {(e["path"], e["reason"]) for e in logs if e["event"] == "git_path_skipped"}
+    assert skipped == {
+        ("locked.md", "unreadable"), ("bad-\\x80.md", "bad_name"),
+        ("links/git/config", "symlink_parent"), ("links/git/HEAD", "symlink_parent"),
+    }  # fmt: skip
+    assert str(root) not in repr(logs)
+    (root / "locked.md").chmod(0o644)
+    assert store.commit("later", ["locked.md"]) is not None  # left out before, not lost
 
 
 def test_a_path_staged_with_git_itself_stays_out_of_the_commit(root: Path, store: GitStore) -> None:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
-from vault_core import edit, queries, search
+from vault_core import edit, queries, search, testing
 from vault_core.edit import WriteOp
 from vault_core.errors import NotFoundError, VaultExistsError, VersioningOffError
 from vault_core.library import RECOVERED, Library, Settings
@@ -202,3 +204,27 @@ def test_fresh_without_a_watcher_reconciles_at_most_once_in_a_burst(library: Lib
 
 def test_the_git_token_never_shows_in_a_repr() -> None:
     assert "s3cret-token" not in repr(Settings(git_token="s3cret-token"))
+
+
+def test_a_vault_holding_hostile_files_opens_reports_them_and_keeps_committing(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    Library(data, Settings(watch=False)).open_all().close()
+    root = data / "default"
+    expected = testing.plant_hostile_files(root)
+    with capture_logs() as logs:
+        again = Library(data, Settings(watch=False)).open_all()
+    try:
+        opened = again.get("default")
+        assert {item.path: item.reason for item in opened.index.skips.listing()} == expected
+        op = WriteOp("wiki/after.md", lambda _c, _e: "# After\n\nstill written\n", reason="x")
+        edit.apply(opened.vault, op)
+        assert git_log(root, "-1", "--format=%s", "--name-only").split() == ["x", "wiki/after.md"]
+        assert [h.path for h in search.search(opened.index, "still written").hits] == [
+            "wiki/after.md"
+        ]
+        assert queries.stats(opened.index)["skipped"] == len(expected)
+    finally:
+        again.close()
+    assert str(tmp_path) not in json.dumps(logs, default=str)

@@ -1,7 +1,9 @@
 """Per-vault git history (dulwich) whose cost per commit does not grow with the vault.
 
 A commit stages only the paths a write touched; pushing and packing run on background
-threads and never fail or delay a write.
+threads and never fail or delay a write. A path that cannot be committed (a name that is
+not UTF-8, a file that cannot be read, a path through a linked folder) is left out with a
+warning; the others are committed.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from dulwich.objects import (
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
-from vault_core import errors
+from vault_core import errors, paths
 
 __all__ = ["GITIGNORE_LINES", "GitStore", "Identity", "Revision"]
 
@@ -158,7 +160,7 @@ class GitStore:
         """
         body = _message(message, grant_id)
         who, by = _person(author or self._committer), _person(self._committer)
-        wanted = [_checked(path) for path in dict.fromkeys(paths)]
+        wanted = [_checked(path) for path in dict.fromkeys(paths) if self._nameable(path)]
         with self._lock, _translated("commit"):
             sha = self._commit_locked(body, wanted, who, by)
         if sha is not None and self._remote:
@@ -278,11 +280,23 @@ class GitStore:
         self._index.flush()
         return commit.id.decode()
 
+    def _nameable(self, rel: str) -> bool:
+        if paths.valid_name(rel):
+            return True
+        self._skip(rel, "bad_name")
+        return False
+
+    def _skip(self, rel: str, reason: str) -> None:
+        log.warning("git_path_skipped", vault=self._vault, path=paths.shown(rel), reason=reason)
+
     def _stage(
         self, head_tree: ObjectID | None, rel: str, ignores: Callable[[], IgnoreFilterManager]
     ) -> list[_Change]:
         key, full = rel.encode(), self._root / rel
         old = self._lookup(head_tree, key)
+        if "/" in rel and self._behind_link(full, rel):
+            self._skip(rel, "symlink_parent")  # git refuses a path beyond a symbolic link too
+            return []
         try:
             st = full.lstat()
         except (FileNotFoundError, NotADirectoryError):
@@ -292,13 +306,26 @@ class GitStore:
             return []
         if old is None and ignores().is_ignored(rel):
             return []
-        blob = git_index.blob_from_path_and_stat(bytes(full), st)
+        try:
+            blob = git_index.blob_from_path_and_stat(bytes(full), st)
+        except OSError:
+            self._skip(rel, "unreadable")
+            return []
         mode = git_index.cleanup_mode(st.st_mode)
         self._index.set(key, git_index.index_entry_from_stat(st, blob.id, mode))
         if old == (mode, blob.id):
             return []
         self._repo.object_store.add_object(blob)
         return [*self._displaced(head_tree, key, old), (key, mode, blob.id)]
+
+    def _behind_link(self, full: Path, rel: str) -> bool:
+        """True when a folder on the way to `rel` is a symbolic link (or cannot be resolved)."""
+        try:
+            folder = full.parent.resolve()
+            root = self._root.resolve()
+        except (OSError, RuntimeError):
+            return True
+        return folder != root.joinpath(*rel.split("/")[:-1])
 
     def _displaced(self, head_tree: ObjectID | None, key: bytes, old: _Entry) -> list[_Change]:
         """A tracked file in the way of a new path's directory is removed, as git does."""
