@@ -48,6 +48,7 @@ def test_a_minimal_file_gets_the_documented_defaults(tmp_path: Path) -> None:
     assert config.issuer == "https://center.example.com"
     assert config.allowed_origins == []
     assert config.seconds("trash_retention") == 720 * 3600
+    assert config.seconds("tool_timeout") == 30
     assert config.host_port() == ("0.0.0.0", 2020)
 
 
@@ -91,6 +92,8 @@ def test_a_config_file_named_on_the_command_line_must_exist(tmp_path: Path) -> N
         ("max_response_bytes: 100\n", "max_response_bytes must be at least 4096"),
         ("trash_retention: forever\n", "trash_retention: 'forever' is not a duration"),
         ("max_stale: 0s\n", "max_stale must be positive"),
+        ("tool_timeout: 0s\n", "tool_timeout must be positive"),
+        ("tool_timeout: soon\n", "tool_timeout: 'soon' is not a duration"),
         ("allowed_origins: [not-an-origin]\n", "allowed_origins entry 'not-an-origin'"),
         ("tokn_ttl: 1h\n", "tokn_ttl: unknown setting"),
         ("git_token: env:SECONDBRAIN_TEST_UNSET\n", "SECONDBRAIN_TEST_UNSET is not set"),

@@ -240,3 +240,45 @@ async def test_attachment_list_counts_references(node: Harness) -> None:
     assert found["attachments"][0]["references"] == 1
     assert (await node.ok("attachment_list", {"prefix": "wiki"}))["count"] == 0
     assert (await node.ok("attachment_list", {"prefix": ""}))["count"] == 1
+
+
+def laughs(levels: int) -> str:
+    lines = ["a0: &a0 [lol]"] + [
+        f"a{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * 10) + "]" for n in range(1, levels + 1)
+    ]
+    return "---\n" + "\n".join(lines) + "\n---\n"
+
+
+async def test_a_note_holding_one_word_800000_times_is_searched_with_a_snippet(
+    start_node: NodeFactory,
+) -> None:
+    # Its snippet was FTS5's over the whole note: minutes of one worker per search.
+    planted = "# Big\n\n" + "word " * 800_000
+    node = await start_node({"wiki/big.md": planted, "wiki/small.md": "# Small\n\na word\n"})
+    found = await node.ok("note_search", {"query": "word"})
+    assert found["total"] == 2
+    snippets = {hit["path"]: hit["snippet"] for hit in found["hits"]}
+    assert snippets["wiki/big.md"].startswith("# Big\n\n<<word>> <<word>>")
+    assert snippets["wiki/small.md"] == "# Small\n\na <<word>>\n"
+
+
+async def test_an_alias_bomb_is_reported_and_the_body_is_read(start_node: NodeFactory) -> None:
+    node = await start_node({"wiki/bomb.md": laughs(9) + "# Bomb\n\nThe body survives.\n"})
+    note = await node.ok("note_read", {"path": "wiki/bomb"})
+    assert note["content"] == "# Bomb\n\nThe body survives.\n"
+    assert note["frontmatter"] == {}
+    assert "alias budget" in note["frontmatter_error"]
+    assert note["title"] == "Bomb"
+    outline = await node.ok("note_outline", {"path": "wiki/bomb"})
+    assert outline["frontmatter"] == {}
+    assert [h["text"] for h in outline["headings"]] == ["Bomb"]
+    found = await node.ok("note_search", {"query": "survives"})
+    assert [hit["path"] for hit in found["hits"]] == ["wiki/bomb.md"]
+
+
+async def test_a_few_anchors_reused_read_as_their_values(start_node: NodeFactory) -> None:
+    block = "---\nowner: &who ops\nreviewers: [*who, *who]\n---\n# Shared\n"
+    node = await start_node({"wiki/shared.md": block})
+    note = await node.ok("note_read", {"path": "wiki/shared"})
+    assert note["frontmatter"] == {"owner": "ops", "reviewers": ["ops", "ops"]}
+    assert "frontmatter_error" not in note

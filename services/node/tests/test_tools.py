@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import subprocess
+import threading
 import time
 from typing import Any
 
@@ -178,6 +179,48 @@ async def test_an_unexpected_failure_is_internal_without_its_message(
     assert "secret" not in message
     assert "secret" not in repr(logs)
     assert any(line["event"] == "tool_failed" for line in logs)
+
+
+ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+
+
+@pytest.mark.asyncio
+async def test_a_call_past_its_deadline_answers_timeout_and_frees_its_worker(
+    start_node: NodeFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    node = await start_node(tool_timeout="1s")
+    finished: list[str] = []
+
+    def endless(call: Any) -> dict[str, Any]:
+        # Only the deadline ends this statement: without it the test hangs.
+        try:
+            with call.opened.index.querying() as conn:
+                conn.execute(ENDLESS).fetchone()
+        finally:
+            finished.append(threading.current_thread().name)
+        return {}
+
+    stats = REGISTRY["vault_stats"]
+    monkeypatch.setitem(REGISTRY, "vault_stats", dataclasses.replace(stats, handler=endless))
+    with capture_logs() as logs:
+        code, message = await node.fails("vault_stats")
+    assert code == "timeout"
+    assert code in ERROR_CODES
+    assert "ran past its deadline of 1 s" in message
+    assert "narrow it" in message
+    assert [line.get("error") for line in logs if line["event"] == "tool_call"] == ["timeout"]
+    assert len(finished) == 1  # the handler returned: its worker thread is free again
+    monkeypatch.setitem(REGISTRY, "vault_stats", stats)
+    assert (await node.ok("vault_stats"))["stats"]["notes"] > 0
+
+
+@pytest.mark.asyncio
+async def test_a_call_that_starts_past_its_deadline_does_nothing(start_node: NodeFactory) -> None:
+    node = await start_node(tool_timeout="1ns")
+    code, message = await node.fails("note_create", {"path": "wiki/late", "content": "x\n"})
+    assert code == "timeout"
+    assert "deadline" in message
+    assert not (node.data / "default/wiki/late.md").exists()
 
 
 @pytest.mark.asyncio

@@ -360,3 +360,38 @@ async def test_concurrent_writes_with_one_hash_let_exactly_one_win(node: Harness
     losers = [r["_meta"]["secondbrain/error"]["code"] for r in results if r["isError"]]  # type: ignore[index]
     assert losers == ["hash_mismatch"] * 7
     assert text_of(node, "wiki/backoff.md").count("# v") == 1
+
+
+BOMB = (
+    "---\na0: &a0 [lol]\n"
+    + "".join(f"a{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * 10) + "]\n" for n in range(1, 10))
+    + "---\n"
+)
+
+
+async def test_an_alias_bomb_is_refused_by_every_write_naming_the_budget(node: Harness) -> None:
+    read = await node.ok("note_read", {"path": "raw/article"})
+    calls = [
+        ("note_create", {"path": "wiki/bomb", "content": BOMB + "# Bomb\n"}),
+        ("note_write", {"path": "raw/article", "content": BOMB + "# Bomb\n",
+                        "content_hash": read["content_hash"], "keep_frontmatter": False}),
+        ("inbox_capture", {"text": BOMB + "# Bomb\n"}),
+    ]  # fmt: skip
+    for tool, arguments in calls:
+        code, message = await node.fails(tool, arguments)
+        assert code == "invalid_argument", tool
+        assert "more than 5000 nodes, past the alias budget" in message, tool
+    assert not (node.data / "default/wiki/bomb.md").exists()
+    assert not list((node.data / "default/inbox").glob("*.md"))
+    assert text_of(node, "raw/article.md").startswith("# An article")
+
+
+async def test_benign_anchors_survive_a_frontmatter_change(node: Harness) -> None:
+    content = "---\nowner: &who ops\nreviewers: [*who, *who]\n---\n# Shared\n"
+    await node.ok("note_create", {"path": "wiki/shared", "content": content})
+    changed = await node.ok("note_frontmatter", {"path": "wiki/shared", "set": {"status": "ok"}})
+    assert changed["frontmatter"]["reviewers"] == ["ops", "ops"]
+    assert changed["frontmatter"]["status"] == "ok"
+    text = text_of(node, "wiki/shared.md")
+    assert "owner: &who ops\n" in text
+    assert "reviewers: [*who, *who]\n" in text

@@ -71,6 +71,7 @@ class NodeConfig(BaseSettings):
     allowed_origins: Annotated[list[str], NoDecode] = []
     max_response_bytes: int = 262_144
     rate_limit: int = 600  # tool calls a minute per principal (spec §5.8)
+    tool_timeout: str = "30s"  # a call still reading past it answers `timeout`
     center_url: str = ""
     jwks_file: Path | None = None
     revocation_file: Path | None = None
@@ -169,7 +170,9 @@ class NodeConfig(BaseSettings):
             found.append(f"max_response_bytes must be at least {MIN_RESPONSE_BYTES}")
         if self.state_dir is not None and not self.state_dir.is_absolute():
             found.append(f"state_dir {str(self.state_dir)!r} must be an absolute path")
-        for name in ("revocation_poll", "max_stale", "trash_retention", "heartbeat_interval"):
+        for name in (
+            "revocation_poll", "max_stale", "trash_retention", "heartbeat_interval", "tool_timeout",
+        ):  # fmt: skip
             try:
                 if parse_duration(getattr(self, name)) <= 0:
                     found.append(f"{name} must be positive")

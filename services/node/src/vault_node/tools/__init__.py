@@ -18,7 +18,7 @@ import structlog
 
 from tickets import InsufficientScopeError, Ticket, TokenError
 from tickets.scopes import needed
-from vault_core import NotFoundError, OpenVault, VaultError
+from vault_core import NotFoundError, OpenVault, VaultError, deadline
 from vault_node.auth import AuthFailure
 from vault_node.errors import (
     METHOD_NOT_FOUND,
@@ -152,8 +152,12 @@ async def _execute(
     if opened is not None:
         audit.fields["vault"] = opened.name
     call = Call(args, ctx, opened)
+    # A thread cannot be killed: the handler's reads look at this deadline and stop there.
+    limit = deadline.Limit(ctx.config.seconds("tool_timeout"))
     try:
-        return await asyncio.get_running_loop().run_in_executor(WORKERS, tool.handler, call)
+        return await asyncio.get_running_loop().run_in_executor(
+            WORKERS, limit.run, tool.handler, call
+        )
     except InsufficientScopeError as exc:
         raise _refusal(tool, exc) from exc
     except TokenError as exc:

@@ -19,6 +19,7 @@ from vault_core import (
     HashMismatchError,
     NoteExistsError,
     VaultError,
+    deadline,
     diff,
     edit,
     frontmatter,
@@ -306,7 +307,7 @@ def vault_replace(call: Call) -> dict[str, Any]:
     vault = call.vault
     replace = _replacer(args)
     planned = []
-    for entry in vault.notes(check_prefix(vault, args["prefix"])):
+    for entry in deadline.checked(vault.notes(check_prefix(vault, args["prefix"]))):
         try:
             found = vault.read_note(entry.rel)
         except VaultError:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vault_core import NOTE_LIMIT, VaultError, layouts, queries, search
+from vault_core import NOTE_LIMIT, VaultError, deadline, layouts, queries, search
 from vault_node import grammar
 from vault_node.tools.base import READS, Call, Tool, choice, flag, integer, strings, text
 from vault_node.tools.common import (
@@ -91,7 +91,8 @@ def note_list(call: Call) -> dict[str, Any]:
     args = call.args
     prefix = check_prefix(call.vault, args["prefix"])
     pattern = grammar.glob_regex(args["glob"]) if args["glob"] else None
-    entries = [e for e in call.vault.walk(prefix) if pattern is None or pattern.fullmatch(e.rel)]
+    walked = deadline.checked(call.vault.walk(prefix))
+    entries = [e for e in walked if pattern is None or pattern.fullmatch(e.rel)]
     if args["sort"] == "path":
         entries.sort(key=lambda e: e.rel)
     elif args["sort"] == "size":
@@ -149,7 +150,7 @@ def vault_grep(call: Call) -> dict[str, Any]:
     span, limit = args["context"], args["limit"]
     matches: list[dict[str, Any]] = []
     scanned = 0
-    for entry in call.vault.notes(check_prefix(call.vault, args["prefix"])):
+    for entry in deadline.checked(call.vault.notes(check_prefix(call.vault, args["prefix"]))):
         if entry.size > NOTE_LIMIT:
             continue
         try:
