@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select
+from sqlalchemy import Select, delete, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
 from center.db import Grant
 from center.errors import ConflictError, ForbiddenError, LimitError, NotFoundError
@@ -334,16 +335,72 @@ async def listing(
     session: AsyncSession, caller: Principal, vault: str | None, now: int
 ) -> list[dict[str, Any]]:
     """Unexpired grants: all for the operator, a manager's vaults, otherwise one's own."""
-    query = select(Grant).where(Grant.expires > now).order_by(Grant.created, Grant.id)
-    if vault is not None:
-        query = query.where(Grant.vault == vault)
-    if not caller.is_operator:
-        if caller.role not in MANAGERS:
-            query = query.where(Grant.issued_by == caller.id)
-        elif caller.vaults != (ALL_VAULTS,):
-            query = query.where(Grant.vault.in_(caller.vaults))
+    query = _visible(Grant, caller, vault, now).order_by(Grant.created, Grant.id)
     rows = (await session.scalars(query)).all()
     return [view(row) for row in rows if caller.grant is None or caller.grant in row.chain]
+
+
+def _visible(
+    table: Any, caller: Principal, vault: str | None, now: int
+) -> Select[Any]:
+    """The unexpired grants `caller` may list, from `table` (Grant or an alias of it)."""
+    query = select(table).where(table.expires > now)
+    if vault is not None:
+        query = query.where(table.vault == vault)
+    if not caller.is_operator:
+        if caller.role not in MANAGERS:
+            query = query.where(or_(table.issued_by == caller.id, table.grantee == caller.id))
+        elif caller.vaults != (ALL_VAULTS,):
+            query = query.where(table.vault.in_(caller.vaults))
+    return query
+
+
+async def visible(session: AsyncSession, caller: Principal, grant_id: str, now: int) -> Grant:
+    """One grant `caller` may list (a member caller), else NotFoundError."""
+    query = _visible(Grant, caller, None, now).where(Grant.id == grant_id)
+    row: Grant | None = await session.scalar(query)
+    if row is None:
+        raise NotFoundError("grant", grant_id)
+    return row
+
+
+@dataclass(frozen=True)
+class Tree:
+    """One page of the grant forest: `roots` (each with `children`, recursively) and how
+    many roots there are in all. A root is a grant whose parent the caller cannot list."""
+
+    roots: list[dict[str, Any]]
+    total: int
+
+
+async def forest(
+    session: AsyncSession,
+    caller: Principal,
+    vault: str | None,
+    now: int,
+    *,
+    offset: int = 0,
+    limit: int = 50,
+) -> Tree:
+    """A page of the grants `listing` shows, as delegation trees (member callers only:
+    a grant token lists through `listing`). Each query is bounded by the page."""
+    listed = aliased(Grant)
+    parents = _visible(listed, caller, vault, now).with_only_columns(listed.id)
+    roots = _visible(Grant, caller, vault, now).where(
+        or_(Grant.parent.is_(None), Grant.parent.not_in(parents.scalar_subquery()))
+    )
+    total = await session.scalar(select(func.count()).select_from(roots.subquery()))
+    page = roots.order_by(Grant.created.desc(), Grant.id).offset(offset).limit(limit)
+    nodes = [{**view(row), "children": []} for row in (await session.scalars(page)).all()]
+    level = {node["id"]: node for node in nodes}
+    while level:
+        below = _visible(Grant, caller, vault, now).where(Grant.parent.in_(list(level)))
+        found = {}
+        for row in (await session.scalars(below.order_by(Grant.created, Grant.id))).all():
+            found[row.id] = {**view(row), "children": []}
+            level[row.parent or ""]["children"].append(found[row.id])
+        level = found
+    return Tree(nodes, total or 0)
 
 
 async def access(session: AsyncSession, caller: Principal, vault: str, now: int) -> dict[str, Any]:

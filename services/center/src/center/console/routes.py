@@ -1,7 +1,14 @@
 """The console's routers, in the order the app mounts them."""
 
-from center.console import requests, signin, static
+from center.console import grants, members, requests, signin, static, tokens
 
-CONSOLE_ROUTERS = (static.router, signin.router, requests.router)
+CONSOLE_ROUTERS = (
+    static.router,
+    signin.router,
+    requests.router,
+    members.router,
+    grants.router,
+    tokens.router,
+)
 
 __all__ = ["CONSOLE_ROUTERS"]

@@ -1,0 +1,88 @@
+"""The tokens page: unexpired agent tokens (all for the operator, a member's own and
+those it minted otherwise), minting one (a member; the token shown once) and revoking
+one by jti. Minting and revoking are `center.tokens`, as `/v1/tokens` calls them.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+
+from center import nodes, tokens
+from center.auth import as_member
+from center.console.web import PAGE_SIZE, PREFIX, ConsoleRoute, Page, see_other, signed_in
+from center.errors import InvalidArgumentError
+from center.principals import MANAGERS, check_member_id
+from center.routes.deps import scope_arg
+from tickets import SCOPES
+
+router = APIRouter(prefix=PREFIX, route_class=ConsoleRoute)
+DAY = 1440
+
+
+def _offset(page: Page) -> int:
+    value = page.value("offset", "0")
+    return int(value) if value.isdigit() else 0
+
+
+async def show(page: Page) -> Response:
+    now, offset = page.center.store.now(), _offset(page)
+    async with page.center.store.read() as session:
+        listed = await tokens.listing(session, page.me, now)
+        vaults = [] if page.me.is_operator else await nodes.visible_vaults(session, page.me)
+    listed.reverse()
+    return page.render(
+        "tokens.html",
+        tokens=listed[offset : offset + PAGE_SIZE],
+        total=len(listed),
+        offset=offset,
+        size=PAGE_SIZE,
+        scopes=SCOPES,
+        vaults=vaults,
+        manager=page.me.role in MANAGERS and not page.me.is_operator,
+        notice=page.value("notice") or None,
+    )
+
+
+def _minutes(page: Page) -> int:
+    days, minutes = page.value("days"), page.value("minutes")
+    if days:
+        if not days.isdigit() or not 1 <= int(days) <= tokens.MAX_MINUTES // DAY:
+            raise InvalidArgumentError("days", "give 1 to 90 days")
+        return int(days) * DAY
+    if minutes and (not minutes.isdigit() or not 1 <= int(minutes) <= tokens.MAX_MINUTES):
+        raise InvalidArgumentError("minutes", f"give 1 to {tokens.MAX_MINUTES} minutes")
+    return int(minutes) if minutes else tokens.DEFAULT_MINUTES
+
+
+def _ask(page: Page) -> tokens.TokenAsk:
+    vaults = [v for v in page.value("vaults").replace(",", " ").split() if v]
+    member = page.value("member") or None
+    resources = [r for r in page.value("resource").split() if r]
+    return tokens.TokenAsk(
+        resources=tuple(resources),
+        scope=scope_arg(page.value("scope") or None),
+        vaults=tuple(vaults) if vaults else None,
+        minutes=_minutes(page),
+        member=check_member_id(member) if member else None,
+    )
+
+
+async def mint(page: Page) -> Response:
+    ask = _ask(page)
+    async with page.change() as work:
+        minted = await tokens.exchange(
+            work, page.center.keyring, page.center.settings.issuer, as_member(page.me), ask
+        )
+    return page.render("token_minted.html", minted=minted)
+
+
+async def revoke(page: Page) -> Response:
+    jti = page.request.path_params["jti"]
+    async with page.change() as work:
+        await tokens.revoke(work, page.me, jti)
+    return see_other("/tokens", f"Revoked token {jti}.")
+
+
+router.add_api_route("/tokens", signed_in(show), methods=["GET"])
+router.add_api_route("/tokens", signed_in(mint, post=True), methods=["POST"])
+router.add_api_route("/tokens/{jti}/revoke", signed_in(revoke, post=True), methods=["POST"])
