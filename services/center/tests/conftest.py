@@ -155,6 +155,22 @@ async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
 @pytest.fixture
 def server(settings: Settings) -> Iterator[str]:
     """A real center on 127.0.0.1 at a port chosen at start-up; yields its URL."""
+    with serving(settings) as url:
+        yield url
+
+
+@pytest.fixture
+def twin_servers(postgres_settings: Settings) -> Iterator[tuple[str, str]]:
+    """Two centers on one PostgreSQL database, as a scaled-out deployment runs them."""
+    with serving(postgres_settings) as first, serving(postgres_settings) as second:
+        yield first, second
+
+
+@contextmanager
+def serving(settings: Settings) -> Iterator[str]:
+    """A center on 127.0.0.1 (uvicorn, a port chosen at start-up) until the block ends;
+    two of them on one PostgreSQL database are two center processes as far as the
+    database can tell."""
     quiet = settings.model_copy(update={"log_level": "error"})
     config = uvicorn.Config(
         create_app(quiet), host="127.0.0.1", port=0, log_config=None, lifespan="on"

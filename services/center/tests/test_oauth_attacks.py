@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,7 +18,7 @@ from fastapi import FastAPI
 from center import testing as t
 from center.config import Settings
 from center.oauth import testing as o
-from center.oauth.refresh import GRACE
+from center.oauth.refresh import GRACE, MAX_DUPLICATES
 from tickets import TokenError
 
 
@@ -270,7 +271,7 @@ async def test_a_rotated_refresh_token_replayed_later_kills_the_family(
 
 
 @pytest.mark.asyncio
-async def test_a_duplicate_refresh_within_the_grace_gets_the_same_successor(
+async def test_a_duplicate_refresh_within_the_grace_gets_the_same_tokens(
     http: httpx.AsyncClient, clock: t.Clock
 ) -> None:
     client_id, first = await session(http)
@@ -279,7 +280,9 @@ async def test_a_duplicate_refresh_within_the_grace_gets_the_same_successor(
     two = await o.refresh(http, client_id, first["refresh_token"])
     assert one.status_code == two.status_code == 200
     assert one.json()["refresh_token"] == two.json()["refresh_token"]
-    assert one.json()["access_token"] != two.json()["access_token"]
+    assert one.json()["access_token"] == two.json()["access_token"]
+    assert two.json()["expires_in"] == one.json()["expires_in"] - (GRACE - 1)
+    (await t.verifier(http, clock)).verify(two.json()["access_token"])  # live, not revoked
     third = await o.refresh(http, client_id, one.json()["refresh_token"])
     assert third.status_code == 200
     refused(await o.refresh(http, client_id, first["refresh_token"]), "invalid_grant")
@@ -289,12 +292,79 @@ async def test_a_duplicate_refresh_within_the_grace_gets_the_same_successor(
 async def test_concurrent_refreshes_rotate_once(http: httpx.AsyncClient) -> None:
     client_id, first = await session(http)
     answers = await asyncio.gather(
-        *(o.refresh(http, client_id, first["refresh_token"]) for _ in range(5))
+        *(o.refresh(http, client_id, first["refresh_token"]) for _ in range(1 + MAX_DUPLICATES))
     )
     assert {answer.status_code for answer in answers} == {200}
     assert len({answer.json()["refresh_token"] for answer in answers}) == 1
+    assert len({answer.json()["access_token"] for answer in answers}) == 1
     successor = answers[0].json()["refresh_token"]
     assert (await o.refresh(http, client_id, successor)).status_code == 200
+
+
+@pytest.mark.asyncio
+async def test_more_duplicates_than_a_client_would_retry_are_a_replay(
+    http: httpx.AsyncClient, clock: t.Clock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    client_id, first = await session(http)
+    answers = [await o.refresh(http, client_id, first["refresh_token"])]
+    for _ in range(MAX_DUPLICATES):
+        clock.advance(1)
+        answers.append(await o.refresh(http, client_id, first["refresh_token"]))
+    assert [a.status_code for a in answers] == [200] * (1 + MAX_DUPLICATES)
+    refused(await o.refresh(http, client_id, first["refresh_token"]), "invalid_grant")
+    refused(await o.refresh(http, client_id, answers[0].json()["refresh_token"]), "invalid_grant")
+    with pytest.raises(TokenError, match="revoked"):
+        (await t.verifier(http, clock)).verify(answers[0].json()["access_token"])
+    reuse = [e for e in log_events(capsys.readouterr().out) if e["event"] == "token_reuse_detected"]
+    assert [e["reason"] for e in reuse] == ["refresh_repeated"]
+    assert "token.reuse_detected" in await audit_actions(http)
+
+
+@pytest.mark.asyncio
+async def test_twelve_concurrent_refreshes_over_http_get_one_token_and_end_the_session(
+    server: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with httpx.AsyncClient(base_url=server, timeout=60) as http:
+        await o.add_node(http)
+        await o.add_member(http)
+        client_id, first = await session(http)
+        answers = await asyncio.gather(
+            *(o.refresh(http, client_id, first["refresh_token"]) for _ in range(12))
+        )
+        issued = [a.json() for a in answers if a.status_code == 200]
+        assert len(issued) == 1 + MAX_DUPLICATES
+        assert len({i["access_token"] for i in issued}) == 1
+        assert len({i["refresh_token"] for i in issued}) == 1
+        for answer in answers:
+            if answer.status_code != 200:
+                refused(answer, "invalid_grant")
+        refused(await o.refresh(http, client_id, issued[0]["refresh_token"]), "invalid_grant")
+        with pytest.raises(TokenError, match="revoked"):
+            (await t.verifier(http, t.Clock(time.time()))).verify(issued[0]["access_token"])
+        assert (await audit_actions(http)).count("token.reuse_detected") == 1
+
+
+@pytest.mark.asyncio
+async def test_a_duplicate_at_another_center_process_gets_the_same_tokens(
+    twin_servers: tuple[str, str],
+) -> None:
+    one_url, other_url = twin_servers
+    async with (
+        httpx.AsyncClient(base_url=one_url, timeout=60) as one,
+        httpx.AsyncClient(base_url=other_url, timeout=60) as other,
+    ):
+        await o.add_node(one)
+        await o.add_member(one)
+        client_id, first = await session(one)
+        answers = await asyncio.gather(
+            o.refresh(one, client_id, first["refresh_token"]),
+            o.refresh(other, client_id, first["refresh_token"]),
+        )
+        assert [a.status_code for a in answers] == [200, 200]
+        tokens = [(a.json()["access_token"], a.json()["refresh_token"]) for a in answers]
+        assert tokens[0] == tokens[1]
+        (await t.verifier(other, t.Clock(time.time()))).verify(tokens[0][0])
+        assert (await o.refresh(other, client_id, tokens[0][1])).status_code == 200
 
 
 @pytest.mark.asyncio

@@ -251,6 +251,8 @@ class OAuthRefresh(Base):
     expires: Mapped[int] = mapped_column(BigInteger, index=True)
     rotated: Mapped[int | None] = mapped_column(BigInteger, default=None)
     successor_hash: Mapped[str | None] = mapped_column(String(64), default=None)
+    duplicates: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """How often the token came back within the grace after its rotation."""
 
 
 class OAuthNonce(Base):

@@ -6,9 +6,13 @@ token again is a replay (RFC 9700 §4.14.2) — the family dies, with every acce
 it minted that may still be live, and `token_reuse_detected` is logged and audited —
 except within a short grace window after the rotation, where a duplicate of the same
 request (a client retrying after a lost response, two tabs refreshing at once) gets
-the same successor again instead of ending the session. The successor is an HMAC of
-the old token under a key derived from the center's secret, so it can be handed out
-again without storing it: only digests are stored.
+the same answer again instead of ending the session: the same successor and the same
+access token. Neither is stored. The successor is an HMAC of the old token under a key
+derived from the center's secret; the access token is signed again from what is stored
+(the family, the member, the rotation time) and a jti that is an HMAC of the old token
+too, and Ed25519 signatures are deterministic, so any center process sharing the
+database hands out the same bytes, and only the holder of the old token can ask. More
+than MAX_DUPLICATES duplicates are no client's retry: they count as a replay.
 """
 
 from __future__ import annotations
@@ -25,13 +29,20 @@ from center.principals import OPERATOR_ID
 from center.store import Change
 
 GRACE = 30
-"""Seconds after a rotation in which a duplicate refresh gets the same successor."""
+"""Seconds after a rotation in which a duplicate refresh gets the same tokens again."""
+MAX_DUPLICATES = 3
+"""Duplicates within the grace answered alike; one more kills the family as a replay."""
 ANONYMOUS = "public"
 """The audit actor of an event no authenticated principal caused."""
 
 
 def successor_of(key: bytes, token: str) -> str:
     return mac(key, b"refresh successor", token.encode("utf-8"))
+
+
+def access_jti(key: bytes, token: str) -> str:
+    """The jti of the access token a rotation of `token` mints (128 bits, like new_jti)."""
+    return mac(key, b"refresh access jti", token.encode("utf-8"))[:22]
 
 
 async def start(

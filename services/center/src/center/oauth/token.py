@@ -19,7 +19,7 @@ from authlib.oauth2.rfc7636.challenge import (  # type: ignore[import-untyped]
     create_s256_code_challenge,
 )
 
-from center.db.models import OAuthFamily, Token
+from center.db.models import OAuthFamily, OAuthRefresh, Token
 from center.keyring import Keyring
 from center.oauth import codes, refresh, resources
 from center.oauth.errors import OAuthError, invalid_grant, invalid_request
@@ -176,11 +176,9 @@ async def rotate_refresh(work: Change, minter: Minter, ask: TokenRequest) -> Out
             "client_mismatch", f"the token belongs to another client; {SIGN_IN_AGAIN}"
         )
     successor = refresh.successor_of(minter.successor_key, ask.refresh_token)
-    if row.rotated is not None and not await refresh.duplicate(work, row, successor):
-        await refresh.kill(work, family, "refresh_reused", "rotated refresh token presented again")
-        return invalid_grant(
-            "refresh_reused", f"the refresh token was used before; {SIGN_IN_AGAIN}"
-        )
+    repeat = row.rotated is not None
+    if repeat and (replayed := await _replayed(work, row, family, successor)):
+        return replayed
     if row.expires <= work.now:
         return invalid_grant("refresh_expired", f"the refresh token expired; {SIGN_IN_AGAIN}")
     member = await _member(work, family.member_id, family.generation)
@@ -194,8 +192,9 @@ async def rotate_refresh(work: Change, minter: Minter, ask: TokenRequest) -> Out
     )
     if isinstance(aud, OAuthError):
         return aud
-    if row.rotated is None:
+    if not repeat:
         refresh.rotate(work, row, family, successor, minter.refresh_seconds)
+    assert row.rotated is not None
     return await _respond(
         work,
         minter,
@@ -204,7 +203,33 @@ async def rotate_refresh(work: Change, minter: Minter, ask: TokenRequest) -> Out
         aud=aud,
         refresh_token=successor,
         grant="refresh_token",
+        # Claims fixed by the rotation, so a duplicate is signed the same bytes again.
+        jti=refresh.access_jti(minter.successor_key, ask.refresh_token),
+        issued_at=row.rotated,
+        repeat=repeat,
     )
+
+
+async def _replayed(
+    work: Change, row: OAuthRefresh, family: OAuthFamily, successor: str
+) -> OAuthError | None:
+    """The refusal of a rotated token presented again, or None for a duplicate within the
+    grace (counted: more than MAX_DUPLICATES of them are a replay too)."""
+    if not await refresh.duplicate(work, row, successor):
+        await refresh.kill(work, family, "refresh_reused", "rotated refresh token presented again")
+        return invalid_grant(
+            "refresh_reused", f"the refresh token was used before; {SIGN_IN_AGAIN}"
+        )
+    row.duplicates += 1
+    if row.duplicates <= refresh.MAX_DUPLICATES:
+        return None
+    await refresh.kill(
+        work,
+        family,
+        "refresh_repeated",
+        f"refresh token presented {row.duplicates + 1} times within the grace",
+    )
+    return invalid_grant("refresh_reused", f"the refresh token was used before; {SIGN_IN_AGAIN}")
 
 
 async def _respond(
@@ -216,8 +241,14 @@ async def _respond(
     aud: list[str],
     refresh_token: str,
     grant: str,
+    jti: str | None = None,
+    issued_at: int | None = None,
+    repeat: bool = False,
 ) -> Outcome:
-    """Sign the access token, remember its jti, audit the issue; the token response."""
+    """Sign the access token, remember its jti, audit the issue; the token response.
+
+    `repeat`: the token of an earlier answer (same `jti` and `issued_at`) goes out again;
+    it is remembered already, so only the audit record is new."""
     permissions = from_claim(family.scope) & member.permissions
     if not permissions:
         return OAuthError("invalid_scope", "no_permission", "the member holds none of the scope")
@@ -228,24 +259,27 @@ async def _respond(
         scope=permissions,
         vaults=list(member.vaults),
         role=member.role,
-        now=work.now,
+        now=work.now if issued_at is None else issued_at,
         mgen=member.generation,
         client_id=family.client_id,
         lifetime=minter.access_seconds,
+        jti=jti,
     )
     access_token = await minter.keyring.sign(work, claims)
-    work.session.add(
-        Token(
-            jti=claims.jti,
-            subject=member.id,
-            issued_by=member.id,
-            scope=to_claim(permissions),
-            vaults=list(claims.vaults),
-            created=work.now,
-            expires=claims.exp,
+    # A duplicate's token is known already, unless its rotation predates derived jtis.
+    if not repeat or await work.session.get(Token, claims.jti) is None:
+        work.session.add(
+            Token(
+                jti=claims.jti,
+                subject=member.id,
+                issued_by=member.id,
+                scope=to_claim(permissions),
+                vaults=list(claims.vaults),
+                created=work.now,
+                expires=claims.exp,
+            )
         )
-    )
-    refresh.remember_access(family, claims.jti, claims.exp, work.now)
+        refresh.remember_access(family, claims.jti, claims.exp, work.now)
     work.record(
         "token.issue" if grant == "authorization_code" else "token.refresh",
         actor=member.id,
@@ -254,7 +288,8 @@ async def _respond(
         vault=claims.vaults[0] if len(claims.vaults) == 1 else None,
         expiry=claims.exp,
         object=f"token:{claims.jti}",
-        reason=f"oauth {grant}, client {family.client_id}, family {family.id}",
+        reason=f"oauth {grant}{' again (a duplicate)' if repeat else ''}, "
+        f"client {family.client_id}, family {family.id}",
     )
     return {
         "access_token": access_token,
