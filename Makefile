@@ -47,6 +47,10 @@ bench: $(STAMP)  ## run the benchmarks under bench/ and print their figures
 clean:  ## remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
 
+.PHONY: images
+images: $(STAMP)  ## build the node and center images (and the compose test's stand-ins) with podman from Debian packages; prints sizes
+	docker/images.sh --test
+
 .PHONY: docs
 docs: $(STAMP)  ## regenerate docs/reference/ (tools, center API and settings) from the code
 	$(BIN)/python -m vault_node.reference docs/reference
