@@ -648,3 +648,28 @@ def test_without_an_index_every_file_is_compared_with_head(root: Path, store: Gi
         reopened.close()
     assert git(root, "show", "--name-only", "--format=", "HEAD") == "b.md\n"
     assert git(root, "status", "--porcelain", "--", "a.md", "b.md") == ""
+
+
+def test_locks_a_killed_commit_left_are_cleared_so_commits_work_again(
+    root: Path, store: GitStore
+) -> None:
+    committed(store, root, "a.md", "one\n")
+    stale = [root / ".git" / "refs" / "heads" / "main.lock", root / ".git" / "index.lock"]
+    for lock in stale:
+        lock.write_text("")
+        os.utime(lock, (OLD / 1e9, OLD / 1e9))
+    write(root, "a.md", "two\n")
+    with pytest.raises(StorageError):
+        store.commit("edit", ["a.md"])  # what every commit after such a kill would get
+    assert store.clear_stale_locks() == ["index.lock", "refs/heads/main.lock"]
+    assert store.commit("edit", ["a.md"]) is not None
+    assert git(root, "show", "HEAD:a.md") == "two\n"
+
+
+def test_a_fresh_lock_gets_its_time_before_it_counts_as_stale(root: Path, store: GitStore) -> None:
+    committed(store, root, "a.md", "one\n")
+    lock = root / ".git" / "HEAD.lock"
+    lock.write_text("")  # as new as a lock a person's git holds right now
+    assert store.clear_stale_locks(age=0.2) == ["HEAD.lock"]  # still there after 0.2 s
+    assert not lock.exists()
+    assert store.clear_stale_locks() == []

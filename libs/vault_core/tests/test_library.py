@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -111,6 +112,9 @@ def test_a_write_a_crash_kept_out_of_history_is_committed_when_the_vault_opens(
     (root / "wiki" / "kept.md").write_text("# note, edited\n")
     (root / "raw" / "late.md").write_text("# late\n")
     (root / "wiki" / "gone.md").unlink()
+    lock = root / ".git" / "refs" / "heads" / "main.lock"  # a kill during a ref update
+    lock.write_text("")
+    os.utime(lock, (1e9, 1e9))
     before = git_log(root, "--format=%H").split()
     again = Library(data, Settings(watch=False)).open_all()
     again.close()

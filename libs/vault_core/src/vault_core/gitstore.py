@@ -55,6 +55,7 @@ GITIGNORE_LINES = (".secondbrain/", ".obsidian/workspace*.json", ".DS_Store")
 MESSAGE_LIMIT = 140
 PACK_EVERY = 200  # commits between background packs; fewer loose objects are left alone
 PACK_LIMIT = 20  # more packs than this are consolidated into one
+LOCK_AGE = 5.0  # seconds a git lock file may be held by a live git before it is stale
 CLOSE_WAIT = 10.0  # seconds close() waits for a running push or pack
 PUSH_TIMEOUT = 60.0  # seconds an HTTP push may stall before it fails
 _HEAD = Ref(b"HEAD")
@@ -232,6 +233,25 @@ class GitStore:
             if not self._closed:
                 self._closed = True
                 self._repo.close()
+
+    def clear_stale_locks(self, age: float = LOCK_AGE) -> list[str]:
+        """Remove the lock files a process killed mid-write left in .git (of the index, HEAD,
+        a branch), each of which would refuse every later commit; their names in .git.
+
+        Only for a repository no other process of ours writes (the node holds its data
+        directory): a lock younger than `age` seconds gets that long to go away first, as a
+        person's git at work would let it."""
+        control = Path(self._open_repo().controldir())
+        locks = [control / "index.lock", control / "HEAD.lock", control / "packed-refs.lock"]
+        removed = []
+        with self._lock, _translated("clearing stale locks"):
+            for lock in [*locks, *sorted((control / "refs" / "heads").rglob("*.lock"))]:
+                if _stale(lock, age):
+                    with contextlib.suppress(FileNotFoundError):
+                        lock.unlink()
+                    removed.append(lock.relative_to(control).as_posix())
+                    log.warning("git_stale_lock_removed", vault=self._vault, lock=removed[-1])
+        return removed
 
     def commit_uncommitted(self, files: Iterable[tuple[str, int, int]], message: str) -> str | None:
         """Commit what the working tree holds that HEAD does not — a crash between a file's
@@ -792,6 +812,17 @@ def _unmatched(index: _IndexFile, root: Path, files: Iterable[tuple[str, int, in
         if not any(part.startswith(".") for part in rel.split("/")) and _gone(root / rel):
             changed.append(rel)
     return changed
+
+
+def _stale(lock: Path, age: float) -> bool:
+    try:
+        wait = lock.lstat().st_mtime + age - time.time()
+    except OSError:
+        return False
+    if wait > 0:
+        time.sleep(wait)
+        return lock.exists()  # a live git removes its lock when it is done
+    return True
 
 
 def _gone(path: Path) -> bool:

@@ -176,6 +176,7 @@ def _recover(vault: Vault, git: GitStore) -> None:
     # while no node ran) would stay out of history for good without this.
     files = ((entry.rel, entry.size, entry.mtime_ns) for entry in vault.walk())
     try:
+        git.clear_stale_locks()  # a kill during a commit's ref update leaves one behind
         sha = git.commit_uncommitted(files, RECOVERED)
     except VaultError as exc:
         log.warning("git_recover_failed", vault=vault.name, error=exc.code)
