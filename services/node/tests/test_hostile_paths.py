@@ -1,5 +1,6 @@
-"""Every path argument of every tool refuses a table of hostile paths, and nothing outside
-the vault (or inside its hidden folders) is read or written while refusing."""
+"""Every path argument of every tool refuses a table of hostile paths — among them paths that
+are not valid Unicode and paths through links into `.git`, `.secondbrain` and `.obsidian` —
+and nothing outside the vault or inside its hidden folders is read or written while refusing."""
 
 from __future__ import annotations
 
@@ -26,7 +27,31 @@ HOSTILE = [
     "wiki/\x00x",
     "wiki//x",
     "link-out/secret",
+    "wiki/\udc80x",
+    "\ud83d",
+    # through links into the vault's own dot folders (made in the test)
+    "link-git/config",
+    "link-git/new",
+    "link-git/hooks/x",
+    "cfg",
+    "link-state/instructions",
+    "instructions",
+    "link-obsidian/app",
+    "wiki/deep-git/HEAD",
 ]
+THROUGH_LINKS = ("link-", "cfg", "instructions", "wiki/deep-git")
+LINKS = {
+    "link-git": ".git",
+    "cfg": ".git/config",  # a note path gets .md, an attachment path .png: a link for each
+    "cfg.md": ".git/config",
+    "cfg.png": ".git/config",
+    "link-state": ".secondbrain",
+    "instructions": ".secondbrain/instructions.md",
+    "instructions.md": ".secondbrain/instructions.md",
+    "instructions.png": ".secondbrain/instructions.md",
+    "link-obsidian": ".obsidian",
+    "wiki/deep-git": "../.git",
+}
 
 # (tool, the path argument, the other arguments the call needs)
 PATH_ARGUMENTS: list[tuple[str, str, dict[str, Any]]] = [
@@ -81,10 +106,15 @@ async def test_a_hostile_path_is_refused_and_touches_nothing(
     node = await start_node()
     vault = node.data / "default"
     (vault / "link-out").symlink_to(outside / "elsewhere", target_is_directory=True)
+    (vault / ".obsidian").mkdir()
+    (vault / ".obsidian" / "app.json").write_text("{}\n")
+    (vault / ".secondbrain" / "instructions.md").write_text("# Instructions\n")
+    for link, target in LINKS.items():
+        (vault / link).symlink_to(target)
     before = snapshot(outside)
     for hostile in HOSTILE:
-        if argument == "template" and hostile == "link-out/secret":
-            continue  # resolves to templates/link-out/…, which the symlink does not reach
+        if argument == "template" and hostile.startswith(THROUGH_LINKS):
+            continue  # resolves to templates/…, which the symlinks do not reach
         arguments = {**others, argument: hostile}
         suffix = ".png" if tool == "attachment_put" else ""
         if suffix:
@@ -94,4 +124,4 @@ async def test_a_hostile_path_is_refused_and_touches_nothing(
         assert str(outside) not in message
     after = snapshot(outside)
     changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
-    assert all(k.startswith(("data/default/.git/", "data/default/.secondbrain/")) for k in changed)
+    assert all(k.startswith("data/default/.secondbrain/index.db") for k in changed), changed

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -234,11 +234,13 @@ def serving_node(
     *,
     public_url: str | None = None,
     deadline: float = 60.0,
+    prefix: Sequence[str] = (),
 ) -> Iterator[ServedNode]:
     """`secondbrain serve` over `root/data` on a free loopback port, trusting `key` offline
     (a JWKS file and a revocation snapshot it signed), with `extra` YAML lines in its
-    config and no SECONDBRAIN_* variable of the caller's environment; ready on entry
-    (RuntimeError with its log when it never gets there), stopped on exit."""
+    config and no SECONDBRAIN_* variable of the caller's environment, run under `prefix`
+    (e.g. `vault_core.testing.unprivileged_command()`); ready on entry (RuntimeError with
+    its log when it never gets there), stopped on exit."""
     jwks, revocations = key_files(root, key)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
@@ -253,7 +255,7 @@ def serving_node(
     command = [sys.executable, "-c", "from vault_node.cli import main; main()"]
     with log.open("wb") as sink:
         process = subprocess.Popen(  # noqa: S603 — our own CLI, arguments built here
-            [*command, "serve", "--config", str(config)],
+            [*prefix, *command, "serve", "--config", str(config)],
             stdout=sink,
             stderr=subprocess.STDOUT,
             env=env,

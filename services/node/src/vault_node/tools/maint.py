@@ -549,8 +549,9 @@ TOOLS = [
         "vault_review",
         "Review a vault",
         "A maintenance to-do list: stubs (tiny notes), orphans (no links in or out), broken "
-        "links, stale notes and open tasks, each with the notes concerned. Use it to decide "
-        "what to merge, link, update or finish.",
+        "links, stale notes, open tasks and skipped files (the node cannot read or index "
+        "them; reason is a code, detail the fix), each with the notes concerned. Use it to "
+        "decide what to merge, link, update or finish.",
         {
             "stale_after": text(
                 "Age after which a note counts as stale, as a span: 365d (default), 12w, 6m, 1y.",

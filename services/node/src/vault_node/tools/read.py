@@ -53,8 +53,11 @@ STATS = obj(
         "open_tasks": INT,
         "last_modified": STR,
         "top_tags": STRS,
+        "skipped": INT,
     }
 )
+SKIPPED = obj({"path": STR, "reason": STR})
+SKIPPED_SHOWN = 100  # vault_stats lists this many skipped files; `stats.skipped` counts all
 PATH = "Vault-relative path of the note, e.g. wiki/rate-limiting.md (.md may be left out)."
 
 
@@ -84,7 +87,9 @@ def vault_list(call: Call) -> dict[str, Any]:
 
 def vault_stats(call: Call) -> dict[str, Any]:
     assert call.opened is not None
-    return {"vault": call.vault.name, "stats": queries.stats(call.opened.index)}
+    index = call.opened.index
+    skipped = queries.skipped(index, SKIPPED_SHOWN)
+    return {"vault": call.vault.name, "stats": queries.stats(index), "skipped": skipped}
 
 
 def note_list(call: Call) -> dict[str, Any]:
@@ -310,10 +315,12 @@ TOOLS = [
         "vault_stats",
         "Vault statistics",
         "Counts for one vault: notes, attachments, words, tags, links, broken links, orphans, "
-        "open tasks, last change and the ten most used tags. Cheap; use it to get a sense of a "
-        "vault before searching. For a to-do list of problems use vault_review.",
+        "open tasks, last change and the ten most used tags, plus the files the node skips "
+        "(name not UTF-8, unreadable, looping or escaping links) with a reason code. Cheap; "
+        "use it to get a sense of a vault before searching. For a to-do list of problems use "
+        "vault_review.",
         {},
-        result_schema({"vault": STR, "stats": STATS}),
+        result_schema({"vault": STR, "stats": STATS, "skipped": arr(SKIPPED)}),
         "read",
         READS,
         vault_stats,
