@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vault_node.testing import Harness
+from vault_node.testing import Harness, NodeFactory
 
 pytestmark = pytest.mark.asyncio
 
@@ -395,3 +395,23 @@ async def test_benign_anchors_survive_a_frontmatter_change(node: Harness) -> Non
     text = text_of(node, "wiki/shared.md")
     assert "owner: &who ops\n" in text
     assert "reviewers: [*who, *who]\n" in text
+
+
+async def test_a_planted_bomb_is_refused_by_frontmatter_edits_and_templates(
+    start_node: NodeFactory,
+) -> None:
+    node = await start_node(
+        {"wiki/bomb.md": BOMB + "# Bomb\n", "templates/bomb.md": BOMB + "# T\n"}
+    )
+    before = text_of(node, "wiki/bomb.md")
+    code, message = await node.fails("note_frontmatter", {"path": "wiki/bomb", "add_tags": ["x"]})
+    assert code == "invalid_argument"
+    assert "alias budget" in message
+    assert text_of(node, "wiki/bomb.md") == before
+    code, message = await node.fails("note_from_template", {"template": "bomb", "title": "New"})
+    assert code == "invalid_argument"
+    assert "alias budget" in message
+    assert not list((node.data / "default").glob("inbox/*.md"))
+    # The body can still be edited: the block stays as it was, unreadable but harmless.
+    await node.ok("note_edit", {"path": "wiki/bomb", "old_string": "# Bomb", "new_string": "# B"})
+    assert text_of(node, "wiki/bomb.md") == BOMB + "# B\n"
