@@ -44,11 +44,11 @@ def test_fts_syntax_passes_through_unchanged(query: str) -> None:
     assert search.fts_query(query) == query
 
 
-def test_plain_words_must_all_occur(build: Build) -> None:
+def test_in_fts_syntax_plain_words_must_all_occur(build: Build) -> None:
     index = build({"both.md": "rate limits apply\n", "one.md": "rate only\n", "x.md": "none\n"})
-    assert paths_of(search.search(index, "limits rate")) == ["both.md"]
+    assert paths_of(search.search(index, "limits rate", syntax="fts")) == ["both.md"]
     # quoted, so an FTS keyword typed as a word is just a word
-    assert search.search(index, "rate NEAR").total == 0
+    assert search.search(index, "rate NEAR", syntax="fts").total == 0
 
 
 def test_fts_syntax_is_honoured(build: Build) -> None:
@@ -56,20 +56,84 @@ def test_fts_syntax_is_honoured(build: Build) -> None:
         "a.md": "rate limits apply\n", "b.md": "cache warming\n", "c.md": "limiter design\n",
         "d.md": "---\ntitle: Rate card\n---\nprices\n",
     })  # fmt: skip
-    assert sorted(paths_of(search.search(index, "rate OR cache"))) == ["a.md", "b.md", "d.md"]
-    assert sorted(paths_of(search.search(index, "limit*"))) == ["a.md", "c.md"]
-    assert paths_of(search.search(index, "title:rate")) == ["d.md"]
-    assert paths_of(search.search(index, '"limits apply"')) == ["a.md"]
+
+    def fts(text: str) -> list[str]:
+        return sorted(paths_of(search.search(index, text, syntax="fts")))
+
+    assert fts("rate OR cache") == ["a.md", "b.md", "d.md"]
+    assert fts("limit*") == ["a.md", "c.md"]
+    assert fts("title:rate") == ["d.md"]
+    assert fts('"limits apply"') == ["a.md"]
 
 
 @pytest.mark.parametrize("query", ['"unterminated', "(open", "nosuchcolumn:word", '"a" OR'])
 def test_a_syntax_error_becomes_a_readable_invalid_argument(build: Build, query: str) -> None:
     index = build({"a.md": "word\n"})
     with pytest.raises(InvalidArgumentError) as caught:
-        search.search(index, query)
+        search.search(index, query, syntax="fts")
     assert caught.value.code == "invalid_argument"
     assert caught.value.message.startswith(f"the search query {query!r} is not valid FTS5 syntax (")
     assert caught.value.message.endswith("so they are matched as words")
+
+
+@pytest.mark.parametrize(
+    "question",
+    ['"unterminated', "(open", "nosuchcolumn:word", '"a" OR', "path: {{date:YYYY}}", "?", "C++ -x"],
+)
+def test_a_question_in_plain_words_is_never_refused(build: Build, question: str) -> None:
+    index = build({"a.md": "word\n"})
+    assert search.search(index, question).total >= 0
+
+
+def test_a_question_finds_notes_that_hold_some_of_its_words_all_of_them_first(
+    build: Build,
+) -> None:
+    index = build({
+        "both.md": "rate limits apply to every client\n",
+        "rate.md": "the rate of change\n",
+        "limits.md": "limits and more limits, limits everywhere\n",
+        "x.md": "nothing relevant\n",
+    })  # fmt: skip
+    found = search.search(index, "which rate limits apply?")
+    assert paths_of(found)[0] == "both.md"
+    assert set(paths_of(found)) == {"both.md", "rate.md", "limits.md"}
+    assert found.total == 3
+
+
+def test_word_variants_are_found(build: Build) -> None:
+    index = build({
+        "a.md": "Retry intervals and backoff\n", "b.md": "one connection per client\n",
+        "c.md": "the property panel\n", "d.md": "Verknüpfungen zwischen Notizen\n",
+    })  # fmt: skip
+    assert paths_of(search.search(index, "interval")) == ["a.md"]
+    assert paths_of(search.search(index, "connections")) == ["b.md"]
+    assert paths_of(search.search(index, "properties")) == ["c.md"]
+    assert paths_of(search.search(index, "Wie finde ich eine Verknüpfung?")) == ["d.md"]
+
+
+def test_a_lone_question_mark_does_not_empty_the_query(build: Build) -> None:
+    index = build({"import.md": "Importer depuis Evernote\n", "x.md": "autre chose\n"})
+    assert paths_of(search.search(index, "importer Evernote ?")) == ["import.md"]
+
+
+def test_chinese_and_japanese_sentences_match_inside_runs(build: Build) -> None:
+    index = build({
+        "zh.md": "---\ntitle: 别名\n---\n在笔记中使用别名可以更快地找到它。\n",
+        "ja.md": "ノートにエイリアスを追加する方法\n", "en.md": "aliases in English\n",
+    })  # fmt: skip
+    assert paths_of(search.search(index, "别名")) == ["zh.md"]
+    assert paths_of(search.search(index, "怎么使用别名")) == ["zh.md"]
+    assert paths_of(search.search(index, "エイリアスを追加")) == ["ja.md"]
+    (hit,) = search.search(index, "别名").hits
+    assert "\u200b" not in hit.snippet
+    assert "<<别>><<名>>" in hit.snippet or "<<别名>>" in hit.snippet
+
+
+def test_an_exact_rare_word_beats_a_common_one(build: Build) -> None:
+    files: dict[str, str | bytes] = {f"n{i}.md": "notes about notes\n" for i in range(20)}
+    files["rare.md"] = "the zettelkasten method\n"
+    index = build(files)
+    assert paths_of(search.search(index, "zettelkasten notes"))[0] == "rare.md"
 
 
 def test_diacritics_are_folded_both_ways(build: Build) -> None:
@@ -100,7 +164,7 @@ def test_a_title_hit_outranks_a_body_hit_with_the_title_weighted_eight_to_one(
     })  # fmt: skip
     avg = (30 + 3 + 4 + 5 + 6) / 5
     idf = math.log((5 - 2 + 0.5) / (2 + 0.5))
-    results = search.search(index, "zebra")
+    results = search.search(index, "zebra", syntax="fts")
     assert [(hit.path, hit.score) for hit in results.hits] == [
         ("zebra.md", round(_bm25(8.0, 30, avg, idf), 4)),
         ("b.md", round(_bm25(1.0, 3, avg, idf), 4)),

@@ -101,9 +101,23 @@ async def test_an_unreadable_time_is_refused(node: Harness, when: str) -> None:
 
 @pytest.mark.parametrize("query", ['"unclosed', "a AND (b", "(", "title:"])
 async def test_invalid_fts_syntax_is_explained(node: Harness, query: str) -> None:
-    code, message = await node.fails("note_search", {"query": query})
+    code, message = await node.fails("note_search", {"query": query, "syntax": "fts"})
     assert code == "invalid_argument"
     assert "FTS5" in message
+
+
+@pytest.mark.parametrize(
+    "query", ['"unclosed', "a AND (b", "(", "title:", "path: {{date:YYYY-MM-DD}}", "?"]
+)
+async def test_a_question_in_plain_words_is_never_refused(node: Harness, query: str) -> None:
+    found = await node.ok("note_search", {"query": query})
+    assert found["total"] >= 0
+
+
+async def test_a_question_finds_the_note_that_answers_it(node: Harness) -> None:
+    found = await node.ok("note_search", {"query": "How big is the bucket for rate limits?"})
+    assert found["hits"][0]["path"] == "wiki/rate-limiting.md"
+    assert "<<" in found["hits"][0]["snippet"]
 
 
 async def test_vault_grep_finds_lines_with_context(node: Harness) -> None:

@@ -22,6 +22,7 @@ import structlog
 
 from vault_core import deadline, linkstore, paths, snapshot
 from vault_core.frontmatter import plain_value
+from vault_core.query import spaced
 from vault_core.schema import SCHEMA, SCHEMA_VERSION
 from vault_core.skips import Skipped, Skips
 from vault_core.snapshot import Snapshot
@@ -363,7 +364,7 @@ def _store(
     )  # fmt: skip
     conn.execute(
         "INSERT INTO notes_fts (rowid, path, title, body) VALUES (?, ?, ?, ?)",
-        (cursor.lastrowid, snap.rel, note.title, note.body),
+        (cursor.lastrowid, snap.rel, spaced(note.title), spaced(note.body)),
     )
     _insert(conn, "tags (path, tag)", ((snap.rel, t) for t in note.tags))
     linkstore.store_links(conn, snap.rel, note.links)

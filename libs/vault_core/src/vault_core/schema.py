@@ -6,7 +6,7 @@ links that could point to it, so a write costs the same at 100 or 50,000 notes.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"  # 3: CJK characters stored as single-character tokens (query.spaced)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);

@@ -1,21 +1,26 @@
 """Full-text search over the index (spec §10.5): FTS5, BM25 with the title weighted 8:1.
 
-Plain words are quoted and AND-ed; input that already speaks FTS5 syntax passes
-through, and a syntax error becomes a message a model can act on. Snippets are
-made from a bounded window of each hit (`snippet`), and the per-call deadline
-can stop every statement.
+Two syntaxes. `natural` (the default) takes a question in plain words and is never
+refused: a note matching any of its terms is found (`query`), and one that matches more
+of them — weighted by how rare each is — ranks above one that matches fewer. `fts` is
+FTS5's own syntax for who asks for it: plain words are quoted and AND-ed, operators pass
+through, and a syntax error becomes a message a model can act on. Snippets are made from
+a bounded window of each hit (`snippet`), and the per-call deadline can stop every
+statement.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 import sqlite3
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
-from vault_core import paths, snippet
+from vault_core import paths, query, snippet
 from vault_core.errors import InvalidArgumentError, StorageError
 from vault_core.frontmatter import normalize_tag
 from vault_core.index import Index
@@ -65,21 +70,37 @@ def modified(mtime_ns: int) -> str:
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+Syntax = Literal["natural", "fts"]
+SYNTAXES: tuple[Syntax, ...] = ("natural", "fts")
+POOL = 200
+"""Notes ranked by BM25 over any of a question's terms before coverage re-ranks them."""
+COVERAGE_POWER = 2.0
+"""How much matching more of a question outweighs matching one word often (tuned on the
+dev part of bench/eval/questions.yaml)."""
+
+
 def search(
-    index: Index, query: str = "", filters: Filters | None = None, limit: int = 25, offset: int = 0
+    index: Index,
+    text: str = "",
+    filters: Filters | None = None,
+    limit: int = 25,
+    offset: int = 0,
+    *,
+    syntax: Syntax = "natural",
 ) -> Results:
-    """Notes matching `query` (ranked by BM25) and the filters (newest first without a query)."""
+    """Notes matching `text` (ranked) and the filters (newest first without text)."""
     filters = filters or Filters()
     where, params = _where(filters)
-    text = fts_query(query)
     with index.querying() as conn:
         try:
-            if text:
-                return _ranked(conn, text, where, params, limit=limit, offset=offset)
-            return _recent(conn, where, params, limit=limit, offset=offset)
+            if not text.strip():
+                return _recent(conn, where, params, limit=limit, offset=offset)
+            if syntax == "fts":
+                return _ranked(conn, fts_query(text), where, params, limit=limit, offset=offset)
+            return _natural(conn, query.terms(text), where, params, limit=limit, offset=offset)
         except sqlite3.OperationalError as exc:
             if _is_query_error(exc):
-                raise _readable(query, exc) from exc
+                raise _readable(text, exc) from exc
             if "interrupt" in str(exc):
                 raise  # the deadline: `querying` answers it
             raise StorageError("index", str(exc)) from exc
@@ -97,7 +118,7 @@ def ranked_sql(where: list[str]) -> str:
     """The one statement behind a text search (the benchmark runs it raw, too)."""
     clause = " AND ".join(["notes_fts MATCH ?", "rank MATCH ?", "n.is_note = 1", *where])
     return (
-        f"SELECT n.path, n.title, -rank, notes_fts.body, n.mtime, n.size, {TAGS}"
+        f"SELECT n.path, n.title, -rank, notes_fts.body, n.mtime, n.size, {TAGS}, n.rowid"
         f" FROM notes_fts JOIN notes n ON n.rowid = notes_fts.rowid WHERE {clause}"
         " ORDER BY rank LIMIT ? OFFSET ?"
     )
@@ -109,7 +130,10 @@ def _ranked(
 ) -> Results:  # fmt: skip
     rows = conn.execute(ranked_sql(where), [text, RANK, *params, limit, offset]).fetchall()
     snippets = snippet.snippets(text, [row[3] for row in rows])
-    rows = [(*row[:3], found, *row[4:]) for row, found in zip(rows, snippets, strict=True)]
+    rows = [
+        (*row[:3], query.unspaced(found), *row[4:7])
+        for row, found in zip(rows, snippets, strict=True)
+    ]
     total = offset + len(rows)
     if len(rows) == limit or (offset and not rows):
         clause = " AND ".join(["notes_fts MATCH ?", "n.is_note = 1", *where])
@@ -119,6 +143,57 @@ def _ranked(
             [text, *params],
         ).fetchone()
     return Results(total, _hits(rows))
+
+
+def _natural(
+    conn: sqlite3.Connection, terms: list[query.Term], where: list[str], params: list[object],
+    *, limit: int, offset: int,
+) -> Results:  # fmt: skip
+    """Any-term BM25 for the pool, then re-ranked by the idf-weighted share of terms matched."""
+    if not terms:
+        return Results(0)
+    expression = query.any_of(terms)
+    pool = max(POOL, offset + limit)
+    rows = conn.execute(ranked_sql(where), [expression, RANK, *params, pool, 0]).fetchall()
+    if len(terms) > 1 and rows:
+        share = _coverage(conn, terms, [row[7] for row in rows])
+        rows.sort(key=lambda row: -row[2] * share[row[7]] ** COVERAGE_POWER)
+    page = rows[offset : offset + limit]
+    found = snippet.snippets(expression, [row[3] for row in page])
+    page = [
+        (*row[:3], query.unspaced(text), *row[4:7]) for row, text in zip(page, found, strict=True)
+    ]
+    total = len(rows)
+    if total == pool:
+        clause = " AND ".join(["notes_fts MATCH ?", "n.is_note = 1", *where])
+        (total,) = conn.execute(
+            f"SELECT count(*) FROM notes_fts JOIN notes n ON n.rowid = notes_fts.rowid"
+            f" WHERE {clause}",
+            [expression, *params],
+        ).fetchone()
+    return Results(total, _hits(page))
+
+
+def _coverage(
+    conn: sqlite3.Connection, terms: list[query.Term], rowids: list[int]
+) -> dict[int, float]:
+    """Each note's share of the question: the idf of the terms it holds over the idf of all."""
+    (notes,) = conn.execute("SELECT count(*) FROM notes_fts").fetchone()
+    marks = ", ".join("?" * len(rowids))
+    held: dict[int, float] = dict.fromkeys(rowids, 0.0)
+    weights = 0.0
+    for term in terms:
+        (df,) = conn.execute(
+            "SELECT count(*) FROM notes_fts WHERE notes_fts MATCH ?", [term.match]
+        ).fetchone()
+        weight = math.log(1 + notes / (1 + df))
+        weights += weight
+        for (rowid,) in conn.execute(
+            f"SELECT rowid FROM notes_fts WHERE notes_fts MATCH ? AND rowid IN ({marks})",
+            [term.match, *rowids],
+        ):
+            held[rowid] += weight
+    return {rowid: value / weights if weights else 1.0 for rowid, value in held.items()}
 
 
 def _recent(

@@ -133,7 +133,12 @@ def note_search(call: Call) -> dict[str, Any]:
     )
     call.opened.fresh()
     found = search.search(
-        call.opened.index, args["query"] or "", filters, args["limit"], args["offset"]
+        call.opened.index,
+        args["query"] or "",
+        filters,
+        args["limit"],
+        args["offset"],
+        syntax=args["syntax"],
     )
     result: dict[str, Any] = {
         "vault": call.vault.name,
@@ -357,13 +362,23 @@ TOOLS = [
     Tool(
         "note_search",
         "Search notes",
-        "Full-text search over titles and bodies (ranked, title weighted), with optional "
-        "filters for tags, folder, path pattern and modification time. This is the first tool "
-        "for finding anything; search before you create a note. Plain words are AND-ed; "
-        "quotes, OR, NOT, prefix* are FTS5 syntax. Without a query it lists the newest notes "
-        "matching the filters. For exact strings or regular expressions use vault_grep.",
+        "Search titles and bodies: ask in plain words, as a question if you like (ranked: "
+        "notes holding more of your words, and rarer ones, first; word forms and CJK text "
+        "match), with optional filters for tags, folder, path pattern and modification "
+        "time. This is the first tool for finding anything; search before you create a "
+        "note. Without a query it lists the newest notes matching the filters. For exact "
+        "strings or regular expressions use vault_grep.",
         {
-            "query": text("Words to find, e.g. rate limiting; empty to filter only."),
+            "query": text(
+                'What to find, e.g. how do I rotate the API key? ("quoted words" stay '
+                "together, word* is a prefix); empty to filter only."
+            ),
+            "syntax": choice(
+                "natural (default): any words, never a syntax error; fts: SQLite FTS5 "
+                "syntax (AND, OR, NOT, NEAR, column:, all words must occur).",
+                search.SYNTAXES,
+                "natural",
+            ),
             "tags": strings(
                 "Only notes carrying all these tags (a tag also matches its "
                 'subtags), e.g. ["project", "ops"] or "project,ops".'
