@@ -103,3 +103,11 @@ def test_a_query_naming_a_column_the_window_lacks_still_gives_a_snippet() -> Non
     # The window table has the index's columns, and the words are highlighted where found.
     assert snippet.snippets('title: "rate"', ["rate here\n"]) == ["<<rate>> here\n"]
     assert snippet.snippets('{title path}: "x"', ["no x here\n"]) == ["no <<x>> here\n"]
+
+
+def test_words_fold_as_the_tokenizer_folds_them() -> None:
+    assert snippet.fold("Crème Brûlée") == "creme brulee"
+    assert snippet.fold("Straße") == "straße"  # unicode61 keeps ß
+    body = "filler " * 300 + "Die Straße ist lang."
+    [text] = snippet.snippets('"straße"', [body])
+    assert "Die <<Straße>> ist lang." in text

@@ -78,9 +78,13 @@ def terms(query: str) -> list[Term]:
 
 
 def fold(text: str) -> str:
-    """Lower case without diacritics, as `remove_diacritics 2` compares words."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
+    """Lower case without diacritics, as unicode61 with `remove_diacritics 2` compares words.
+
+    Canonical decomposition only, and lower() rather than casefold(): the tokenizer
+    keeps ß and ligatures as they are.
+    """
+    decomposed = unicodedata.normalize("NFD", text)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).lower()
 
 
 def window(body: str, wanted: Sequence[Term]) -> Window:
