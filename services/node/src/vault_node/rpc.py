@@ -104,11 +104,11 @@ async def post_mcp(request: Request) -> Response:
             return refusal
         ticket = await authenticate(request, node.verifier)
         key = f"principal:{ticket.principal}"
-        if limited := rate_limited(node.buckets, key):  # before the body is even read
-            return limited
+        if (wait := node.buckets.check(key)) > 0:  # refused before the body is even read
+            return _too_many(key, wait)
         announced = request.headers.get("mcp-protocol-version", HEADER_DEFAULT_VERSION)
         if announced not in SUPPORTED_VERSIONS:
-            return json_response(
+            return charged(node.buckets, key, 1) or json_response(
                 rpc_error(
                     None,
                     INVALID_REQUEST,
@@ -120,11 +120,11 @@ async def post_mcp(request: Request) -> Response:
             )
         body = await read_body(request)
         if body is None:
-            return transport_error(
+            return charged(node.buckets, key, 1) or transport_error(
                 413, "payload_too_large", f"the request body is over {MAX_BODY} bytes"
             )
         ctx = Context(node.library, config, ticket, node.metrics)
-        return await handle(ctx, body, lambda size: batch_limited(node.buckets, key, size))
+        return await handle(ctx, body, lambda size: charged(node.buckets, key, size))
     except AuthFailure as exc:
         log.info("auth_failed", reason=exc.reason)
         return unauthorized(config)
@@ -142,11 +142,13 @@ def rate_limited(buckets: Buckets, key: str) -> Response | None:
     return None if wait <= 0 else _too_many(key, wait)
 
 
-def batch_limited(buckets: Buckets, key: str, size: int) -> Response | None:
-    """A batch is `size` calls, all run or none: the request took the first before its body
-    was read, the rest are taken now or the whole batch gets 429, with the Retry-After
-    after which all of it fits (a refused batch still costs the call its request took)."""
+def charged(buckets: Buckets, key: str, size: int) -> Response | None:
+    """Take the `size` calls of one request (a batch is one call per message): all of them,
+    or none and 429 with the Retry-After after which all fit. A batch larger than the whole
+    limit could never fit: 400, for the price of one call."""
     if size > buckets.capacity:
+        if (wait := buckets.take(key)) > 0:
+            return _too_many(key, wait)
         return json_response(
             rpc_error(
                 None,
@@ -157,9 +159,8 @@ def batch_limited(buckets: Buckets, key: str, size: int) -> Response | None:
             ),
             400,
         )
-    wait = buckets.take(key, size - 1)
-    # Retrying needs every call of the batch again: one more than are missing now.
-    return None if wait <= 0 else _too_many(key, wait + 1 / buckets.rate, size)
+    wait = buckets.take(key, size)
+    return None if wait <= 0 else _too_many(key, wait, size)
 
 
 def _too_many(key: str, wait: float, calls: int = 1) -> Response:
@@ -228,16 +229,17 @@ async def handle(
     ctx: Context, body: bytes, limit: Callable[[int], Response | None] = lambda size: None
 ) -> Response:
     """Answer one message or a batch; notifications alone get 202 and no body. `limit`
-    charges a batch's messages to the rate limit: a refusal it returns is the answer."""
+    charges the request's calls to the rate limit (one per message, one for a body that
+    holds none): a refusal it returns is the answer, and nothing runs."""
     try:
         message = json.loads(body)
     except (ValueError, RecursionError):
-        return json_response(
+        return limit(1) or json_response(
             rpc_error(None, PARSE_ERROR, "parse_error", "the body is not valid JSON"), 400
         )
     if isinstance(message, list):
         if not message or len(message) > MAX_BATCH:
-            return json_response(
+            return limit(1) or json_response(
                 rpc_error(
                     None,
                     INVALID_REQUEST,
@@ -250,6 +252,8 @@ async def handle(
             return refused
         replies = [reply for item in message if (reply := await answer(ctx, item, True))]
         return json_response(replies) if replies else Response(status_code=202, headers=NO_STORE)
+    if refused := limit(1):
+        return refused
     if not isinstance(message, dict):
         return json_response(
             rpc_error(None, INVALID_REQUEST, "invalid_request", "a JSON-RPC message is an object"),
