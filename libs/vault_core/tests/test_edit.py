@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -226,6 +227,16 @@ def test_a_frontmatter_value_with_a_lone_surrogate_is_refused(tmp_path: Path) ->
         with pytest.raises(InvalidTextError):
             edit.apply(vault, WriteOp("a.md", transform))
     assert snapshot(vault.root) == before
+
+
+def test_a_pipe_is_not_a_note_and_never_holds_the_reader(tmp_path: Path) -> None:
+    vault = make_vault(tmp_path)
+    os.mkfifo(vault.root / "pipe.md")
+    with pytest.raises(InvalidPathError, match="not a regular file"):
+        vault.read_note("pipe.md")  # returns at once: nobody ever writes the pipe
+    with pytest.raises(InvalidPathError, match="not a regular file"):
+        edit.apply(vault, WriteOp("pipe.md", replace_with("x")))
+    assert (vault.root / "pipe.md").is_fifo()
 
 
 def test_a_directory_is_not_a_note(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -157,6 +158,12 @@ def test_read_instructions_of_a_vault_without_them_is_empty(tmp_path: Path) -> N
     assert layouts.read_instructions(tmp_path) == ""
     (tmp_path / ".secondbrain").mkdir()
     assert layouts.read_instructions(tmp_path) == ""
+
+
+def test_a_pipe_in_place_of_the_instructions_reads_as_none(tmp_path: Path) -> None:
+    (tmp_path / ".secondbrain").mkdir()
+    os.mkfifo(tmp_path / ".secondbrain" / "instructions.md")
+    assert layouts.read_instructions(tmp_path) == ""  # and returns: nobody writes the pipe
 
 
 def test_read_instructions_of_a_file_that_is_not_utf8_is_empty(tmp_path: Path) -> None:

@@ -128,6 +128,8 @@ async def test_hostile_files_are_skipped_and_reported_and_every_tool_keeps_worki
         "note_create: wiki/after.md"
     ]
     assert {name: (vault / name).read_bytes() for name in secrets} == secrets
+    assert (await node.fails("note_read", {"path": "pipe"}))[0] == "invalid_path"
+    assert (await node.fails("note_read", {"path": "links/git-config"}))[0] == "invalid_path"
     assert not [e for e in logs if e["event"] in ("tool_failed", "write_hook_failed")]
     logged = {e["path"]: e["reason"] for e in logs if e["event"] == "file_skipped"}
     assert logged == expected

@@ -137,8 +137,11 @@ def create(data_dir: Path, name: str, layout: str = "wiki-raw") -> Created:
 
 def read_instructions(root: Path) -> str:
     """The vault's `.secondbrain/instructions.md`, or '' when absent or unreadable."""
+    path = root / STATE_DIR / INSTRUCTIONS
     try:
-        return (root / STATE_DIR / INSTRUCTIONS).read_text(encoding="utf-8")
+        if not path.is_file():
+            return ""  # a pipe in its place would hold every initialize
+        return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return ""
 

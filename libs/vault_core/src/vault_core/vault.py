@@ -7,6 +7,8 @@ which calls the registered hooks (index, git) after the file is safely written.
 from __future__ import annotations
 
 import datetime as dt
+import os
+import stat
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -20,6 +22,7 @@ from vault_core import note as note_mod
 from vault_core import paths
 from vault_core.errors import (
     NOTE_LIMIT,
+    InvalidPathError,
     NotAFileError,
     NoteNotFoundError,
     StorageError,
@@ -122,27 +125,39 @@ class Vault:
 
 
 def read_limited(resolved: paths.Resolved, limit: int) -> tuple[bytes, int]:
-    """The bytes of a file at most `limit` long, with its mtime in nanoseconds."""
+    """The bytes of a regular file at most `limit` long, with its mtime in nanoseconds.
+
+    Opened without blocking and checked on the open file: a pipe never holds the reader.
+    """
     try:
-        stat = resolved.abs.stat()
-    except FileNotFoundError as exc:
-        raise NoteNotFoundError(resolved.rel) from exc
-    except NotADirectoryError as exc:
+        fd = os.open(resolved.abs, os.O_RDONLY | os.O_NONBLOCK)
+    except (FileNotFoundError, NotADirectoryError) as exc:
         raise NoteNotFoundError(resolved.rel) from exc
     except OSError as exc:
-        raise StorageError(resolved.rel, exc.strerror or "cannot stat") from exc
-    if resolved.abs.is_dir():
-        raise NotAFileError(resolved.rel)
-    if stat.st_size > limit:
-        raise TooLargeError(resolved.rel, stat.st_size, limit)
+        raise StorageError(resolved.rel, exc.strerror or "cannot open") from exc
     try:
-        with resolved.abs.open("rb") as handle:
+        found = os.fstat(fd)
+        _check_regular(resolved.rel, found, limit)
+        with os.fdopen(fd, "rb", closefd=False) as handle:
             data = handle.read(limit + 1)
     except OSError as exc:
         raise StorageError(resolved.rel, exc.strerror or "cannot read") from exc
+    finally:
+        os.close(fd)
     if len(data) > limit:  # grew between stat and read
         raise TooLargeError(resolved.rel, len(data), limit)
-    return data, stat.st_mtime_ns
+    return data, found.st_mtime_ns
+
+
+def _check_regular(rel: str, found: os.stat_result, limit: int) -> None:
+    if stat.S_ISDIR(found.st_mode):
+        raise NotAFileError(rel)
+    if not stat.S_ISREG(found.st_mode):
+        raise InvalidPathError(
+            rel, "not a regular file (a pipe, socket or device); it cannot be read as a note"
+        )
+    if found.st_size > limit:
+        raise TooLargeError(rel, found.st_size, limit)
 
 
 def run_hook(kind: str, vault: Vault, call: Callable[[], None]) -> None:
