@@ -79,6 +79,11 @@ def any_of(found: list[Term]) -> str:
     return " OR ".join(f"({term.match})" for term in found)
 
 
+def highlight(found: list[Term]) -> str:
+    """The terms as a snippet marks them: one form each (the prefix where there is one)."""
+    return " OR ".join(term.match.rsplit(" OR ", 1)[-1] for term in found)
+
+
 def guess_language(question: str) -> str:
     """The language whose function words the question uses most (English when none)."""
     words = [w.lower() for w in _TOKEN.findall(question) if len(w) > 1]

@@ -9,6 +9,7 @@ highlighting, with the work per hit bounded whatever a note holds.
 
 from __future__ import annotations
 
+import bisect
 import re
 import sqlite3
 import unicodedata
@@ -91,24 +92,86 @@ def window(body: str, wanted: Sequence[Term]) -> Window:
     """At most WINDOW characters of `body`: around the first match that holds the most terms.
 
     Linear in the body: one scan to the first match, then at most _CANDIDATES
-    windows, each searched once per term. No match at all gives the start of the body.
+    windows, each searched once per term; a match inside the first half of the window
+    just tried starts no window of its own (it would be nearly the same one). No match
+    at all gives the start of the body.
     """
     if len(body) <= WINDOW or not wanted:
         return _cut(body, 0)
+    folded = _COMBINING_MARK.sub("", unicodedata.normalize("NFD", body)).lower()
+    if len(folded) == len(body):  # letter for letter: offsets in `folded` are offsets in body
+        return _window_by_offsets(body, folded, wanted)
+    text = body
     each = [re.compile(t.pattern(), re.IGNORECASE) for t in wanted]
     anywhere = re.compile("|".join(t.pattern() for t in wanted), re.IGNORECASE)
     best: Window | None = None
     best_count = 0
-    for n, match in enumerate(anywhere.finditer(body)):
-        if n == _CANDIDATES:
+    tried = 0
+    skip_to = 0
+    for match in anywhere.finditer(text):
+        if match.start() < skip_to:
+            continue
+        if tried == _CANDIDATES:
             break
+        tried += 1
         candidate = _cut(body, max(0, match.start() - BEFORE))
-        count = sum(1 for p in each if p.search(candidate.text))
+        skip_to = candidate.start + WINDOW // 2
+        count = sum(1 for p in each if p.search(text, candidate.start, candidate.end))
         if count > best_count:
             best, best_count = candidate, count
         if count == len(each):
             break
     return best or _cut(body, 0)
+
+
+def _window_by_offsets(body: str, folded: str, wanted: Sequence[Term]) -> Window:
+    """`window` for a body whose folded form keeps its offsets: each word found by a plain
+    literal search, the candidate windows scored by bisecting each word's offsets."""
+    found = [_offsets(folded, term) for term in wanted]
+    starts = sorted(offset for offsets in found for offset in offsets)
+    best: Window | None = None
+    best_count, tried, skip_to = 0, 0, 0
+    for offset in starts:
+        if offset < skip_to:
+            continue
+        if tried == _CANDIDATES:
+            break
+        tried += 1
+        candidate = _cut(body, max(0, offset - BEFORE))
+        skip_to = candidate.start + WINDOW // 2
+        count = sum(
+            1
+            for offsets in found
+            if bisect.bisect_left(offsets, candidate.start)
+            < bisect.bisect_left(offsets, candidate.end)
+        )
+        if count > best_count:
+            best, best_count = candidate, count
+        if count == len(found):
+            break
+    return best or _cut(body, 0)
+
+
+def _offsets(folded: str, term: Term, most: int = 4096) -> list[int]:
+    """Where the word starts in `folded`, at a word boundary (at most `most` of them)."""
+    found: list[int] = []
+    size = len(term.word)
+    at = folded.find(term.word)
+    while at >= 0 and len(found) < most:
+        after = at + size
+        if (at == 0 or not _is_word(folded[at - 1])) and (
+            term.prefix or after == len(folded) or not _is_word(folded[after])
+        ):
+            found.append(at)
+        at = folded.find(term.word, at + 1)
+    return found
+
+
+def _is_word(ch: str) -> bool:
+    return ch.isalnum()
+
+
+_COMBINING_MARK = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 
 
 def _cut(body: str, start: int) -> Window:
