@@ -221,17 +221,7 @@ class Index:
         started = time.perf_counter()
         with self.reading() as conn:
             known = {p: (m, s) for p, m, s in conn.execute("SELECT path, mtime, size FROM notes")}
-        seen, todo = set(), []
-        skipped: dict[str, Skipped] = {}
-        for entry in paths.walk(self.root, skipped=lambda item: skipped.update({item.path: item})):
-            seen.add(entry.rel)
-            earlier = self.skips.get(entry.rel)
-            if earlier is not None and (earlier.mtime_ns, earlier.size) == (
-                entry.mtime_ns, entry.size,
-            ):  # fmt: skip
-                skipped[entry.rel] = earlier  # skipped before for what it holds: unchanged
-            elif known.get(entry.rel) != (entry.mtime_ns, entry.size):
-                todo.append(entry)
+        seen, todo, skipped = self._walk(known)
         stored: set[str] = set()
         batch: list[tuple[paths.Entry, Snapshot | None]] = []
         for done, pair in enumerate(snapshot.read_many(self.root, todo), start=1):
@@ -253,6 +243,24 @@ class Index:
         log.info("index_reconciled", vault=self.vault, files=stats.files, changed=changed,
                  removed=removed, skipped=stats.skipped, ms=round(elapsed * 1000))  # fmt: skip
         return stats
+
+    def _walk(
+        self, known: dict[str, tuple[int, int]]
+    ) -> tuple[set[str], list[paths.Entry], dict[str, Skipped]]:
+        """Every visible path, the files to read (new or changed), and what is skipped: what
+        the walk passes over, and files skipped before for what they hold, unchanged since."""
+        seen, todo = set(), []
+        skipped: dict[str, Skipped] = {}
+        earlier = {item.path: item for item in self.skips.listing() if item.size >= 0}
+        for entry in paths.walk(self.root, skipped=lambda item: skipped.update({item.path: item})):
+            seen.add(entry.rel)
+            stamp = (entry.mtime_ns, entry.size)
+            before = earlier.get(entry.rel)
+            if before is not None and (before.mtime_ns, before.size) == stamp:
+                skipped[entry.rel] = before
+            elif known.get(entry.rel) != stamp:
+                todo.append(entry)
+        return seen, todo, skipped
 
     def _store_batch(
         self,
