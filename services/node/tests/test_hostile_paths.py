@@ -37,9 +37,10 @@ HOSTILE = [
     "link-state/instructions",
     "instructions",
     "link-obsidian/app",
+    "obsidian-app",
     "wiki/deep-git/HEAD",
 ]
-THROUGH_LINKS = ("link-", "cfg", "instructions", "wiki/deep-git")
+THROUGH_LINKS = ("link-", "cfg", "instructions", "obsidian-app", "wiki/deep-git")
 LINKS = {
     "link-git": ".git",
     "cfg": ".git/config",  # a note path gets .md, an attachment path .png: a link for each
@@ -50,6 +51,9 @@ LINKS = {
     "instructions.md": ".secondbrain/instructions.md",
     "instructions.png": ".secondbrain/instructions.md",
     "link-obsidian": ".obsidian",
+    "obsidian-app": ".obsidian/app.json",
+    "obsidian-app.md": ".obsidian/app.json",
+    "obsidian-app.png": ".obsidian/app.json",
     "wiki/deep-git": "../.git",
 }
 
