@@ -340,9 +340,7 @@ async def listing(
     return [view(row) for row in rows if caller.grant is None or caller.grant in row.chain]
 
 
-def _visible(
-    table: Any, caller: Principal, vault: str | None, now: int
-) -> Select[Any]:
+def _visible(table: Any, caller: Principal, vault: str | None, now: int) -> Select[Any]:
     """The unexpired grants `caller` may list, from `table` (Grant or an alias of it)."""
     query = select(table).where(table.expires > now)
     if vault is not None:

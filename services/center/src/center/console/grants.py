@@ -8,7 +8,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from center import grants
-from center.console.web import PAGE_SIZE, PREFIX, ConsoleRoute, Page, see_other, signed_in
+from center.console.web import PAGE_SIZE, PREFIX, ConsoleRoute, Page, signed_in
 from center.principals import check_vault
 
 router = APIRouter(prefix=PREFIX, route_class=ConsoleRoute)
@@ -35,7 +35,6 @@ async def show(page: Page) -> Response:
         size=PAGE_SIZE,
         base=base,
         now=now,
-        notice=page.value("notice") or None,
     )
 
 
@@ -62,7 +61,7 @@ async def revoke(page: Page) -> Response:
     grant_id = page.request.path_params["grant_id"]
     async with page.change() as work:
         revoked = await grants.revoke(work, page.me, grant_id)
-    return see_other("/grants", f"Revoked {len(revoked)} grant(s).")
+    return page.see_other("/grants", f"Revoked {len(revoked)} grant(s).")
 
 
 router.add_api_route("/grants", signed_in(show), methods=["GET"])

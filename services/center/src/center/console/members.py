@@ -13,7 +13,7 @@ from fastapi import APIRouter, Response
 
 from center import grants, members, tokens
 from center.auth import as_operator
-from center.console.web import PAGE_SIZE, PREFIX, ConsoleRoute, Page, see_other, signed_in
+from center.console.web import PAGE_SIZE, PREFIX, ConsoleRoute, Page, signed_in
 from center.principals import OPERATOR
 from tickets import ROLES, SCOPES
 
@@ -43,7 +43,6 @@ async def show(page: Page) -> Response:
         total=total,
         roles=ROLES,
         scopes=SCOPES,
-        notice=page.value("notice") or None,
     )
 
 
@@ -72,8 +71,7 @@ async def one(page: Page) -> Response:
     member_id = page.request.path_params["member_id"]
     async with page.center.store.read() as session:
         member = await members.get(session, member_id)
-    notice = page.value("notice") or None
-    return page.render("member.html", member=member, roles=ROLES, scopes=SCOPES, notice=notice)
+    return page.render("member.html", member=member, roles=ROLES, scopes=SCOPES)
 
 
 async def _revokes(page: Page, member_id: str) -> dict[str, Any]:
@@ -131,7 +129,7 @@ async def change(page: Page) -> Response:
         changed = await members.update(work, member_id, patch)
     if "credential" in changed:
         return page.render("member_created.html", member=changed, credential=changed["credential"])
-    return see_other(f"/members/{member_id}", f"Changed {member_id}.")
+    return page.see_other(f"/members/{member_id}", f"Changed {member_id}.")
 
 
 async def password(page: Page) -> Response:
@@ -139,10 +137,12 @@ async def password(page: Page) -> Response:
     member_id = page.request.path_params["member_id"]
     password_hash = await _hash(page)
     if password_hash is None:
-        return see_other(f"/members/{member_id}", "No password given; nothing changed.")
+        return page.see_other(f"/members/{member_id}", "No password given; nothing changed.")
     async with page.change() as work:
         await members.update(work, member_id, members.MemberPatch(password_hash=password_hash))
-    return see_other(f"/members/{member_id}", f"New password set; {member_id}'s sign-ins ended.")
+    return page.see_other(
+        f"/members/{member_id}", f"New password set; {member_id}'s sign-ins ended."
+    )
 
 
 async def remove(page: Page) -> Response:
@@ -163,7 +163,7 @@ async def remove(page: Page) -> Response:
     async with page.change() as work:
         removed = await members.remove(work, member_id)
     revoked = len(removed["revoked_grants"])
-    return see_other("/members", f"Removed {member_id}; {revoked} grant(s) revoked.")
+    return page.see_other("/members", f"Removed {member_id}; {revoked} grant(s) revoked.")
 
 
 router.add_api_route("/members", signed_in(show), methods=["GET"])

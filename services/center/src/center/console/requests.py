@@ -14,7 +14,7 @@ from fastapi import APIRouter, Response
 
 from center import requests as domain
 from center.auth import as_member
-from center.console.web import PAGE_SIZE, PREFIX, ConsoleRoute, Page, see_other, signed_in
+from center.console.web import PAGE_SIZE, PREFIX, ConsoleRoute, Page, signed_in
 from center.errors import InvalidArgumentError
 from center.principals import check_vault
 from center.routes.deps import scope_arg
@@ -76,7 +76,6 @@ async def show(page: Page) -> Response:
         size=PAGE_SIZE,
         scopes=SCOPES,
         vaults=vaults,
-        notice=page.value("notice") or None,
     )
 
 
@@ -103,7 +102,7 @@ async def approve(page: Page) -> Response:
     async with page.change() as work:
         done = await domain.decide(work, page.me, request_id, "approve", decision)
     notice = f"Approved {done['requester']}'s request: {done['scope']} for {done['minutes']} min."
-    return see_other("/requests", notice)
+    return page.see_other("/requests", notice)
 
 
 async def reject(page: Page) -> Response:
@@ -111,14 +110,14 @@ async def reject(page: Page) -> Response:
     decision = domain.Decision(reason=_reason(page))
     async with page.change() as work:
         done = await domain.decide(work, page.me, request_id, "reject", decision)
-    return see_other("/requests", f"Rejected {done['requester']}'s request.")
+    return page.see_other("/requests", f"Rejected {done['requester']}'s request.")
 
 
 async def cancel(page: Page) -> Response:
     request_id = page.request.path_params["request_id"]
     async with page.change() as work:
         await domain.cancel(work, as_member(page.me), request_id)
-    return see_other("/requests", "Request withdrawn.")
+    return page.see_other("/requests", "Request withdrawn.")
 
 
 async def create(page: Page) -> Response:
@@ -131,7 +130,7 @@ async def create(page: Page) -> Response:
     async with page.change() as work:
         made = await domain.create(work, as_member(page.me), ask)
     notice = f"Asked for {made['scope']} in {made['vault']}; an approver decides."
-    return see_other("/requests", notice)
+    return page.see_other("/requests", notice)
 
 
 router.add_api_route("/requests", signed_in(show), methods=["GET"])

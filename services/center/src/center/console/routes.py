@@ -1,6 +1,6 @@
 """The console's routers, in the order the app mounts them."""
 
-from center.console import grants, members, requests, signin, static, tokens
+from center.console import audit, grants, me, members, nodes, requests, signin, static, tokens
 
 CONSOLE_ROUTERS = (
     static.router,
@@ -9,6 +9,9 @@ CONSOLE_ROUTERS = (
     members.router,
     grants.router,
     tokens.router,
+    nodes.router,
+    audit.router,
+    me.router,
 )
 
 __all__ = ["CONSOLE_ROUTERS"]

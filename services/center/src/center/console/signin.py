@@ -45,11 +45,23 @@ def _binding(pre: str) -> str:
     return "sign-in:" + digest(pre)
 
 
+ENDED = {"password": "Your password was changed, and your sign-ins ended. Sign in again."}
+"""Fixed notices the sign-in page shows for `?ended=`: a link cannot put words here."""
+
+
 def _form(
-    console: Console, pre: str, status: int = 200, error: str | None = None, username: str = ""
+    console: Console,
+    pre: str,
+    status: int = 200,
+    error: str | None = None,
+    *,
+    username: str = "",
+    notice: str | None = None,
 ) -> HTMLResponse:
     csrf = console.forms.issue(_binding(pre), console.center.store.now())
-    response = render("signin.html", status, csrf=csrf, error=error, username=username)
+    response = render(
+        "signin.html", status, csrf=csrf, error=error, username=username, notice=notice
+    )
     response.set_cookie(
         console.pre_cookie, pre, httponly=True, samesite="strict", secure=console.secure, path="/"
     )
@@ -66,7 +78,7 @@ async def sign_in_page(request: Request) -> Response:
     console = console_of(request)
     await console.login.warm()
     pre = request.cookies.get(console.pre_cookie) or secrets.token_urlsafe(24)
-    return _form(console, pre[:64])
+    return _form(console, pre[:64], notice=ENDED.get(request.query_params.get("ended", "")))
 
 
 async def _checked(request: Request, console: Console) -> tuple[dict[str, str], str] | None:
@@ -122,12 +134,12 @@ async def sign_in(request: Request) -> Response:
     except RateLimitedError:
         limited = True
     if limited:
-        return _form(console, pre, 429, LIMITED, username)
+        return _form(console, pre, 429, LIMITED, username=username)
     signed = await console.login.check(console.center.store, username, form.get("password", ""))
     if signed is None:
         accounts.sign_in_failed(username)
         await _failed(console, "invalid username or password")
-        return _form(console, pre, 401, FAILED, username)
+        return _form(console, pre, 401, FAILED, username=username)
     console.sign_in_limit.give_back(ip)
     async with console.center.store.change(CHANNEL) as work:
         member = await work.session.get(Member, signed.member_id, with_for_update=True)

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Response
 
 from center import nodes, tokens
 from center.auth import as_member
-from center.console.web import PAGE_SIZE, PREFIX, ConsoleRoute, Page, see_other, signed_in
+from center.console.web import PAGE_SIZE, PREFIX, ConsoleRoute, Page, signed_in
 from center.errors import InvalidArgumentError
 from center.principals import MANAGERS, check_member_id
 from center.routes.deps import scope_arg
@@ -39,7 +39,6 @@ async def show(page: Page) -> Response:
         scopes=SCOPES,
         vaults=vaults,
         manager=page.me.role in MANAGERS and not page.me.is_operator,
-        notice=page.value("notice") or None,
     )
 
 
@@ -80,7 +79,7 @@ async def revoke(page: Page) -> Response:
     jti = page.request.path_params["jti"]
     async with page.change() as work:
         await tokens.revoke(work, page.me, jti)
-    return see_other("/tokens", f"Revoked token {jti}.")
+    return page.see_other("/tokens", f"Revoked token {jti}.")
 
 
 router.add_api_route("/tokens", signed_in(show), methods=["GET"])

@@ -5,13 +5,14 @@ templates, and one place that turns a domain error into the page's error message
 
 from __future__ import annotations
 
+import hmac
 import secrets
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from fastapi import Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -23,6 +24,7 @@ from center.console import sessions
 from center.console.forms import Forms, fields
 from center.errors import CenterError
 from center.log import scrub
+from center.oauth.keys import mac
 from center.oauth.limits import RateLimiter
 from center.oauth.login import Login
 from center.principals import MANAGERS, Principal
@@ -138,6 +140,25 @@ class Page:
         """A change of the store, its records marked `channel: console`."""
         return self.center.store.change(CHANNEL)
 
+    def see_other(self, path: str, notice: str | None = None) -> RedirectResponse:
+        """After a change: to `path` (303), with a notice only this session's pages show
+        (it is signed, so a link from elsewhere cannot put words on a console page)."""
+        target = f"{PREFIX}{path}"
+        if notice:
+            query = urlencode({"notice": notice, "sig": self._sign(notice)})
+            target += ("&" if "?" in target else "?") + query
+        return RedirectResponse(target, status_code=303, headers=HEADERS)
+
+    def notice(self) -> str | None:
+        text, sig = self.request.query_params.get("notice"), self.request.query_params.get("sig")
+        if not text or not sig or not hmac.compare_digest(sig, self._sign(text)):
+            return None
+        return text
+
+    def _sign(self, notice: str) -> str:
+        binding = self.session.id_hash.encode()
+        return mac(self.console.forms.key, b"notice", binding, notice.encode())
+
     def csrf(self) -> str:
         return self.console.forms.issue(self.session.id_hash, self.center.store.now())
 
@@ -149,6 +170,7 @@ class Page:
         return [v for v in (self.form.get(name) or ()) if v]
 
     def render(self, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+        context.setdefault("notice", self.notice())
         return render(template, status, page=self, me=self.me, csrf=self.csrf(), **context)
 
 
@@ -173,16 +195,6 @@ def _nav(me: Principal | None) -> list[tuple[str, str]]:
         names += ["audit"] if me.role in MANAGERS else []
     titles = {"me": "My access"}
     return [(f"{PREFIX}/{name}", titles.get(name, name.capitalize())) for name in names]
-
-
-def see_other(path: str, notice: str | None = None) -> RedirectResponse:
-    """After a change: to `path` (303), with a short notice in its query."""
-    target = f"{PREFIX}{path}"
-    if notice:
-        from urllib.parse import urlencode  # noqa: PLC0415 - only here
-
-        target += ("&" if "?" in target else "?") + urlencode({"notice": notice})
-    return RedirectResponse(target, status_code=303, headers=HEADERS)
 
 
 Handler = Callable[[Page], Coroutine[Any, Any, Response]]

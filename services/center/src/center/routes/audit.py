@@ -78,6 +78,9 @@ async def export(  # noqa: PLR0917 - FastAPI passes query parameters by name
     to_date: Annotated[date | None, Query(description="Last UTC day, inclusive")] = None,
 ) -> Response:
     chosen = narrowed(selection(caller, vault, since, until), actor, action, from_date, to_date)
-    lines = await center.store.audit_export(chosen)
-    body = "".join(f"{line}\n" for line in lines)
-    return Response(body, media_type=NDJSON)
+    return ndjson(await center.store.audit_export(chosen))
+
+
+def ndjson(lines: list[str]) -> Response:
+    """An export's answer: its lines as NDJSON (the console's export answers the same)."""
+    return Response("".join(f"{line}\n" for line in lines), media_type=NDJSON)

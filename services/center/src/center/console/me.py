@@ -1,0 +1,61 @@
+"""A member's own page: its vaults (with the node serving each) and rights, the grants
+it holds or issued, its agent tokens, asking for access, and changing its password —
+which ends its sign-ins, this session too. Each part is the API's own code: `/v1/vaults`,
+`/v1/grants`, `/v1/tokens`, `/v1/requests` and `PUT /v1/session/password`.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+from fastapi.responses import RedirectResponse
+
+from center import grants, members, nodes, tokens
+from center.auth import as_member
+from center.console.web import CHANNEL, HEADERS, PREFIX, ConsoleRoute, Page, signed_in
+from tickets import SCOPES
+
+router = APIRouter(prefix=PREFIX, route_class=ConsoleRoute)
+
+
+async def show(page: Page) -> Response:
+    me = as_member(page.me)
+    now = page.center.store.now()
+    async with page.center.store.read() as session:
+        vaults = await nodes.visible_vaults(session, me)
+        held = [g for g in await grants.listing(session, me, None, now) if g["revoked"] is None]
+        mine = await tokens.listing(session, me, now)
+    return page.render(
+        "me.html",
+        vaults=vaults,
+        received=[g for g in held if g["grantee"] == me.id],
+        issued=[g for g in held if g["issued_by"] == me.id and g["grantee"] != me.id],
+        tokens=[t for t in mine if t["subject"] == me.id],
+        permissions=sorted(me.permissions),
+        scopes=SCOPES,
+        ask_vaults=[v for v in me.vaults if v != "*"],
+    )
+
+
+async def password(page: Page) -> Response:
+    if page.value("new") != page.value("repeat"):
+        return page.render(
+            "message.html",
+            400,
+            title="Passwords differ",
+            message="The new password and its repetition differ; nothing was changed.",
+            back=f"{PREFIX}/me",
+        )
+    await members.change_password(
+        page.center.store,
+        page.center.passwords,
+        page.me,
+        old=page.value("current"),
+        new=page.value("new"),
+        channel=CHANNEL,
+    )
+    target = f"{PREFIX}/sign-in?ended=password"
+    return RedirectResponse(target, status_code=303, headers=HEADERS)
+
+
+router.add_api_route("/me", signed_in(show), methods=["GET"])
+router.add_api_route("/me/password", signed_in(password, post=True), methods=["POST"])

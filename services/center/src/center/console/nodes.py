@@ -1,0 +1,55 @@
+"""The nodes page (the operator's, as `/v1/nodes` is): each node's last heartbeat, how
+far its revocation seq lags the feed, its audit checkpoint state and the vaults it holds
+— with a warning for a node not heard from within `STALE` seconds — and the vault
+directory (which node serves each vault) that `/v1/vaults` answers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Response
+
+from center import nodes, revocations
+from center.auth import as_operator
+from center.console.web import PREFIX, ConsoleRoute, Page, signed_in
+
+router = APIRouter(prefix=PREFIX, route_class=ConsoleRoute)
+STALE = 120
+"""Seconds: four missed heartbeats at the node's default 30 s, and its default max_stale."""
+
+
+def state(node: dict[str, Any], seq: int, now: int) -> dict[str, Any]:
+    """What the page says about a node: heartbeat age, seq lag, checkpoint, warnings."""
+    seen = node["last_seen"]
+    age = None if seen is None else now - seen
+    lag = None if node["revocation_seq"] is None else max(seq - node["revocation_seq"], 0)
+    warnings = []
+    if age is None:
+        warnings.append("never sent a heartbeat: is it configured with node_id and the center?")
+    elif age > STALE:
+        warnings.append(
+            f"stale: no heartbeat for {age // 60} min — the node may be down or cut off "
+            "from the center, and would miss revocations"
+        )
+    if lag:
+        warnings.append(f"{lag} revocation snapshot(s) behind the feed")
+    if node["checkpoint_ok"] is False:
+        warnings.append("its audit checkpoint is not in this center's chain: restored or forked?")
+    checkpoint = {True: "verified", False: "MISMATCH", None: "none yet"}[node["checkpoint_ok"]]
+    return {**node, "age": age, "lag": lag, "checkpoint_state": checkpoint, "warnings": warnings}
+
+
+async def show(page: Page) -> Response:
+    as_operator(page.me)
+    store, now = page.center.store, page.center.store.now()
+    async with store.read() as session:
+        listed = await nodes.listing(session)
+        vaults = await nodes.visible_vaults(session, page.me)
+    async with store.serialized() as session:
+        seq = await revocations.current_seq(session, page.center.keyring, now)
+    shown = [state(node, seq, now) for node in listed]
+    return page.render("nodes.html", nodes=shown, vaults=vaults, seq=seq, now=now)
+
+
+router.add_api_route("/nodes", signed_in(show), methods=["GET"])

@@ -1,0 +1,319 @@
+"""The console's nodes, audit and own-access pages, and the rule over all of them: a
+member reaches only what the API would let it, on every console route."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import httpx
+import pytest
+import pytest_asyncio
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
+
+from center import testing as t
+from center.config import Settings
+from center.console.routes import CONSOLE_ROUTERS
+from center.console.testing import Browser
+from center.oauth import testing as o
+
+pytestmark = pytest.mark.asyncio
+
+
+async def prepare(running: FastAPI) -> str:
+    """alice (editor of team), bob (admin of team), carol (admin of other), a node."""
+    async with t.client(running) as http:
+        credential = await o.add_node(http)
+        await o.add_member(http, "alice", role="editor", scope="read_write")
+        await o.add_member(http, "bob", role="admin", scope="read_write_delete")
+        await o.add_member(http, "carol", vaults=("other",), role="admin", scope="read_write")
+    return credential
+
+
+@pytest_asyncio.fixture
+async def app(settings: Settings, clock: t.Clock) -> AsyncIterator[FastAPI]:
+    async with t.running(settings, clock, passwords=o.fast_passwords()) as running:
+        running.state.node_credential = await prepare(running)
+        yield running
+
+
+@pytest_asyncio.fixture
+async def browsers(app: FastAPI) -> AsyncIterator[Callable[[], Browser]]:
+    opened: list[httpx.AsyncClient] = []
+
+    def make() -> Browser:
+        opened.append(t.client(app))
+        return Browser(opened[-1])
+
+    yield make
+    for http in opened:
+        await http.aclose()
+
+
+async def heartbeat(app: FastAPI, **body: object) -> None:
+    async with t.client(app) as http:
+        answer = await http.post(
+            "/v1/nodes/heartbeat", json=body, headers=t.bearer(app.state.node_credential)
+        )
+    assert answer.status_code == 200, answer.text
+
+
+# ---------------------------------------------------------------- nodes
+
+
+async def test_a_node_never_heard_from_is_flagged(browsers: Callable[[], Browser]) -> None:
+    operator = browsers()
+    await operator.sign_in_operator()
+    page = await operator.get("/console/nodes")
+    assert page.status_code == 200
+    assert "never sent a heartbeat" in page.text
+
+
+async def test_a_fresh_node_is_healthy_and_a_silent_one_turns_stale(
+    browsers: Callable[[], Browser], app: FastAPI, clock: t.Clock
+) -> None:
+    async with t.client(app) as http:
+        seq = (await http.get("/v1/revocations")).json()["seq"]
+    await heartbeat(app, vaults=["team"], revocation_seq=seq)
+    operator = browsers()
+    await operator.sign_in_operator()
+    page = await operator.get("/console/nodes")
+    assert "healthy" in page.text
+    assert f"{seq} (lag 0)" in page.text
+    assert "team" in page.text
+    clock.advance(10 * 60)
+    await operator.sign_in_operator()
+    stale = await operator.get("/console/nodes")
+    assert "stale: no heartbeat for 10 min" in stale.text
+
+
+async def test_a_node_behind_the_feed_or_with_a_foreign_checkpoint_is_flagged(
+    browsers: Callable[[], Browser], app: FastAPI
+) -> None:
+    await heartbeat(
+        app,
+        vaults=["team"],
+        revocation_seq=0,
+        audit_checkpoint={"seq": 1, "hash": "f" * 64},
+    )
+    operator = browsers()
+    await operator.sign_in_operator()
+    page = await operator.get("/console/nodes")
+    assert "revocation snapshot(s) behind the feed" in page.text
+    assert "MISMATCH" in page.text
+
+
+# ---------------------------------------------------------------- audit
+
+
+async def test_the_audit_page_is_newest_first_with_the_chain_verified_and_a_signed_head(
+    browsers: Callable[[], Browser], app: FastAPI
+) -> None:
+    operator = browsers()
+    await operator.sign_in_operator()
+    page = await operator.get("/console/audit")
+    assert "Chain verified" in page.text
+    seqs = [int(s) for s in re.findall(r"<tr><td>(\d+)</td>", page.text)]
+    assert seqs == sorted(seqs, reverse=True)
+    assert "Signed head: seq" in page.text
+    async with t.client(app) as http:
+        key = (await http.get("/v1/public-key")).json()["kid"]
+    assert key in page.text
+
+
+async def test_the_export_is_the_apis_bytes_for_the_same_filter(
+    browsers: Callable[[], Browser], app: FastAPI
+) -> None:
+    operator = browsers()
+    await operator.sign_in_operator()
+    day = "2026-01-01"
+    filters = {"actor": "center-admin", "action": "member", "from_date": day, "to_date": day}
+    page = await operator.get("/console/audit", **filters)
+    assert page.text.count("<tr><td>") == 3
+    exported = await operator.get("/console/audit/export", **filters)
+    async with t.client(app) as http:
+        api = await http.get("/v1/audit", params=filters, headers=t.ADMIN)
+    assert exported.content == api.content
+    assert exported.headers["content-type"] == api.headers["content-type"]
+    assert [json.loads(x)["subject"] for x in api.text.splitlines()] == ["alice", "bob", "carol"]
+    nothing = await operator.get("/console/audit/export", from_date="2026-01-02")
+    assert nothing.content == b""
+
+
+async def test_a_manager_reads_its_vaults_records_and_a_reader_none(
+    browsers: Callable[[], Browser], app: FastAPI
+) -> None:
+    carol, alice = browsers(), browsers()
+    await carol.sign_in("carol")
+    other = await carol.get("/console/audit")
+    assert other.status_code == 200
+    team = await carol.get("/console/audit", vault="team")
+    assert team.status_code == 403
+    assert "only an admin or owner of vault 'team' may read its audit" in html.unescape(team.text)
+    await alice.sign_in()
+    assert (await alice.get("/console/audit")).status_code == 403
+    assert (await alice.get("/console/audit/export")).status_code == 403
+
+
+async def test_a_broken_chain_is_reported_at_the_top(
+    sqlite_settings: Settings, clock: t.Clock
+) -> None:
+    async with t.running(sqlite_settings, clock, passwords=o.fast_passwords()) as running:
+        await prepare(running)
+        log = Path(sqlite_settings.data_dir) / "audit.jsonl"
+        lines = log.read_text().splitlines(keepends=True)
+        bad = next(n for n, line in enumerate(lines) if '"subject":"alice"' in line)
+        lines[bad] = lines[bad].replace('"alice"', '"alicf"')
+        log.write_text("".join(lines))
+        async with t.client(running) as http:
+            operator = Browser(http)
+            await operator.sign_in_operator()
+            page = await operator.get("/console/audit")
+    assert "Chain broken" in page.text
+    assert f"at seq {bad + 1}" in page.text
+
+
+# ---------------------------------------------------------------- my access
+
+
+async def test_my_page_shows_my_vaults_grants_and_tokens(
+    browsers: Callable[[], Browser], app: FastAPI
+) -> None:
+    await heartbeat(app, vaults=["team"])
+    async with t.client(app) as http:
+        issued = await http.post(
+            "/v1/grants", json={"vault": "team", "grantee": "alice", "minutes": 20}, headers=t.ADMIN
+        )
+    alice = browsers()
+    await alice.sign_in()
+    await alice.get("/console/tokens")
+    await alice.post("/console/tokens", scope="read", days="3")
+    page = await alice.get("/console/me")
+    assert page.status_code == 200
+    assert t.RESOURCE in page.text
+    assert issued.json()["id"] in page.text
+    assert "read, write" in page.text
+    assert re.search(r"<span class=\"mono\">[^<]+</span> · read in team", page.text)
+
+
+async def test_changing_my_password_ends_my_session_and_my_oauth_sign_ins(
+    browsers: Callable[[], Browser], app: FastAPI
+) -> None:
+    alice, other_tab = browsers(), browsers()
+    await alice.sign_in()
+    await other_tab.sign_in()
+    await alice.get("/console/me")
+    new = "another long enough password"
+    wrong = await alice.post("/console/me/password", current="wrong password!", new=new, repeat=new)
+    assert wrong.status_code == 403
+    await alice.get("/console/me")
+    changed = await alice.post("/console/me/password", current=o.PASSWORD, new=new, repeat=new)
+    assert changed.status_code == 303
+    assert changed.headers["location"] == "/console/sign-in?ended=password"
+    assert (await alice.get("/console/me")).status_code == 303
+    assert (await other_tab.get("/console/me")).status_code == 303
+    assert (await alice.sign_in(password=o.PASSWORD)).status_code == 401
+    assert (await alice.sign_in(password=new)).status_code == 303
+    async with t.client(app) as http:
+        exported = await http.get("/v1/audit", headers=t.ADMIN, params={"action": "member"})
+    last = json.loads(exported.text.splitlines()[-1])
+    assert (last["action"], last["actor"], last["channel"]) == (
+        "member.password",
+        "alice",
+        "console",
+    )
+
+
+async def test_the_api_changes_ones_own_password_too(app: FastAPI) -> None:
+    async with t.client(app) as http:
+        dave = await t.add_member(http, "dave", password=o.PASSWORD)
+        body = {"current": o.PASSWORD, "new": "dave's brand new password"}
+        changed = await http.put("/v1/session/password", json=body, headers=t.bearer(dave))
+        again = await http.put("/v1/session/password", json=body, headers=t.bearer(dave))
+        operator = await http.put("/v1/session/password", json=body, headers=t.ADMIN)
+    assert changed.status_code == 200, changed.text
+    assert again.status_code == 403
+    assert operator.status_code == 401
+
+
+async def test_a_notice_in_a_link_is_not_shown(browsers: Callable[[], Browser]) -> None:
+    alice = browsers()
+    await alice.sign_in()
+    page = await alice.get("/console/requests", notice="Your account is locked; call us")
+    assert "Your account is locked" not in page.text
+    assert "call us" not in (await alice.get("/console/sign-in", ended="call us")).text
+
+
+# ---------------------------------------------------------------- every route
+
+
+def console_routes() -> list[tuple[str, str]]:
+    found = []
+    for router in CONSOLE_ROUTERS:
+        for route in router.routes:
+            assert isinstance(route, APIRoute)
+            found.extend((method, route.path) for method in sorted(route.methods))
+    return found
+
+
+async def test_on_every_route_a_member_reaches_nothing_of_anothers(
+    browsers: Callable[[], Browser], app: FastAPI
+) -> None:
+    """carol (admin of `other`) against bob's grant, token and request in `team`, and
+    alice's member record: every console route either refuses or shows nothing of it."""
+    bob = browsers()
+    await bob.sign_in("bob")
+    await bob.get("/console/tokens")
+    minted = await bob.post("/console/tokens", scope="read", resource=t.RESOURCE)
+    jti = re.search(r"by its jti <code>([^<]+)</code>", minted.text)
+    assert jti is not None
+    async with t.client(app) as http:
+        grant = await http.post(
+            "/v1/grants",
+            json={"vault": "team", "grantee": "bob", "minutes": 20, "resource": [t.RESOURCE]},
+            headers=t.ADMIN,
+        )
+    alice = browsers()
+    await alice.sign_in()
+    await alice.get("/console/requests")
+    await alice.post("/console/requests", vault="team", scope="read", reason="alice-only")
+    async with t.client(app) as http:
+        listed = await http.get("/v1/requests", headers=t.ADMIN)
+    request_id = listed.json()["requests"][0]["id"]
+    secrets = {
+        "grant_id": grant.json()["id"],
+        "jti": jti.group(1),
+        "request_id": request_id,
+        "member_id": "alice",
+        "name": "console.css",
+    }
+    carol = browsers()
+    await carol.sign_in("carol")
+    tried = 0
+    for method, path in console_routes():
+        if path.startswith(("/console/sign-in", "/console/sign-out", "/console/static")):
+            continue
+        url = path.format(**secrets)
+        await carol.get("/console/me")
+        answer = await (carol.post(url) if method == "POST" else carol.get(url))
+        tried += 1
+        if answer.status_code < 400:
+            assert answer.status_code in (200, 303), (method, url)
+            for name, value in secrets.items():
+                if name not in ("member_id", "name"):
+                    assert value not in answer.text, (method, url, name)
+            assert "alice-only" not in answer.text
+    assert tried >= 15
+    async with t.client(app) as http:
+        grants = (await http.get("/v1/grants", headers=t.ADMIN)).json()["grants"]
+        tokens = (await http.get("/v1/tokens", headers=t.ADMIN)).json()["tokens"]
+        requests = (await http.get("/v1/requests", headers=t.ADMIN)).json()["requests"]
+        members = (await http.get("/v1/members", headers=t.ADMIN)).json()["members"]
+    assert all(g["revoked"] is None for g in grants)
+    assert all(t_["revoked"] is None for t_ in tokens)
+    assert requests[0]["state"] == "pending"
+    assert "alice" in [m["id"] for m in members]
