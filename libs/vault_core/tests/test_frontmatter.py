@@ -272,6 +272,17 @@ def test_nesting_past_the_depth_limit_is_unreadable_not_a_crash(shape: str) -> N
     assert fm.plain() == {}
 
 
+def test_aliases_that_nest_past_the_depth_limit_together_are_refused() -> None:
+    # Each anchor is 40 levels deep, well inside the limit; each holds the one before.
+    lines = ["a0: &a0 x"]
+    for n in range(1, 12):
+        lines.append(f"a{n}: &a{n} " + "[" * 40 + f"*a{n - 1}" + "]" * 40)
+    fm = Frontmatter("\n".join(lines) + "\n")
+    assert fm.error is not None
+    assert f"deeper than {yamlread.MAX_DEPTH} levels" in fm.error
+    assert fm.plain() == {}
+
+
 def test_a_write_that_brings_a_bomb_is_refused_naming_the_budget() -> None:
     text = frontmatter.join(laughs(9), "# Body\n")
     with pytest.raises(FrontmatterError) as caught:

@@ -23,7 +23,8 @@ ALIAS_BUDGET = 5000
 below it; a billion-laughs block (ten aliases of ten aliases of …) passes it within a few
 levels and is refused before any of it is built."""
 MAX_DEPTH = 64
-"""Nesting levels a block may have: deeper ones would exhaust the stack of whoever walks it."""
+"""Nesting levels a block may have once expanded (aliases nest too): deeper ones would
+exhaust the stack of whoever walks the values."""
 
 
 class LimitError(yaml.YAMLError):
@@ -38,30 +39,34 @@ def check_graph(root: Any) -> None:
     """Refuse a composed YAML node graph (PyYAML's or ruamel's) past the budgets.
 
     An alias is the anchored node itself, so the graph stays small while its
-    expansion is exponential: sizes are counted once per node and added up, in
-    time linear in the graph. A node that contains itself expands forever.
+    expansion is exponential: the size and the height of each node's expansion
+    are counted once per node, in time linear in the graph. A node that contains
+    itself expands forever.
     """
     sizes: dict[int, int] = {}
+    heights: dict[int, int] = {}
     distinct = 0
     open_nodes: set[int] = set()
-    stack: list[tuple[Any, int, bool]] = [(root, 1, False)]
+    stack: list[tuple[Any, bool]] = [(root, False)]
     while stack:
-        node, depth, finished = stack.pop()
+        node, finished = stack.pop()
         key = id(node)
         if finished:
             open_nodes.discard(key)
-            sizes[key] = 1 + sum(sizes[id(child)] for child in _children(node))
+            children = [id(child) for child in _children(node)]
+            sizes[key] = 1 + sum(sizes[child] for child in children)
+            heights[key] = 1 + max((heights[child] for child in children), default=0)
             if sizes[key] - distinct > ALIAS_BUDGET:
                 raise LimitError(_over_budget())
+            if heights[key] > MAX_DEPTH:
+                raise LimitError(f"the block nests deeper than {MAX_DEPTH} levels")
         elif key in open_nodes:
             raise LimitError("an alias refers to a node that contains it, so it never ends")
         elif key not in sizes:
-            if depth > MAX_DEPTH:
-                raise LimitError(f"the block nests deeper than {MAX_DEPTH} levels")
             distinct += 1
             open_nodes.add(key)
-            stack.append((node, depth, True))
-            stack.extend((child, depth + 1, False) for child in _children(node))
+            stack.append((node, True))
+            stack.extend((child, False) for child in _children(node))
     if sizes[id(root)] - distinct > ALIAS_BUDGET:
         raise LimitError(_over_budget())
 
