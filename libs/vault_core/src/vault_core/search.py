@@ -221,8 +221,9 @@ def _coverage(
 
 
 def _holding(conn: sqlite3.Connection, match: str, df: int, rowids: list[int]) -> set[int]:
+    params: list[object] = [match]
     if df <= FETCH_ALL:
-        sql, params = "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ?", [match]
+        sql = "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ?"
     else:
         marks = ", ".join("?" * len(rowids))
         sql = f"SELECT rowid FROM notes_fts WHERE notes_fts MATCH ? AND rowid IN ({marks})"
