@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import re
 import sqlite3
+import threading
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -193,12 +194,9 @@ def snippets(query: str, bodies: Sequence[str]) -> list[str]:
     """
     wanted = terms(query)
     windows = [window(body, wanted) for body in bodies]
-    conn = sqlite3.connect(":memory:")
-    try:
-        conn.execute(
-            "CREATE VIRTUAL TABLE w USING fts5(path, title, body, anchor,"
-            f" tokenize = '{TOKENIZER}')"
-        )
+    conn = _table()
+    conn.execute("BEGIN")
+    try:  # rolled back: the table is empty again for this thread's next search
         conn.executemany(
             "INSERT INTO w (rowid, body, anchor) VALUES (?, ?, 'x')",
             [(i, w.text) for i, w in enumerate(windows)],
@@ -210,8 +208,24 @@ def snippets(query: str, bodies: Sequence[str]) -> list[str]:
             found.update((i, text) for i, text in _highlighted(conn, any_term).items()
                          if i in missing)  # fmt: skip
     finally:
-        conn.close()
+        conn.execute("ROLLBACK")
     return [w.framed(found.get(i, "")) for i, w in enumerate(windows)]
+
+
+_LOCAL = threading.local()
+
+
+def _table() -> sqlite3.Connection:
+    """This thread's in-memory table of windows, made once: its statements stay prepared."""
+    conn: sqlite3.Connection | None = getattr(_LOCAL, "conn", None)
+    if conn is None:
+        conn = sqlite3.connect(":memory:", isolation_level=None)
+        conn.execute(
+            "CREATE VIRTUAL TABLE w USING fts5(path, title, body, anchor,"
+            f" tokenize = '{TOKENIZER}')"
+        )
+        _LOCAL.conn = conn
+    return conn
 
 
 def _highlighted(conn: sqlite3.Connection, query: str) -> dict[int, str]:
