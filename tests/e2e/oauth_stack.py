@@ -38,6 +38,8 @@ class Stack:
     center: CenterSetup
     center_service: Service
     node: Service
+    member_credential: str = ""
+    """alice's durable credential (for the CLI verbs a member runs)."""
 
     @property
     def issuer(self) -> str:
@@ -56,9 +58,10 @@ class Stack:
 
 
 @contextlib.contextmanager
-def oauth_stack(root: Path) -> Iterator[Stack]:
-    """Start the center, register and start the node, add `alice`; stop both after."""
-    center = CenterSetup(root / "center")
+def oauth_stack(root: Path, database_url: str | None = None) -> Iterator[Stack]:
+    """Start the center (on `database_url`, else SQLite), register and start the node,
+    add `alice`; stop both after."""
+    center = CenterSetup(root / "center", database_url=database_url)
     center_service = center.start(root / "center.log")
     try:
         port = free_port()
@@ -87,8 +90,8 @@ def oauth_stack(root: Path) -> Iterator[Stack]:
                 "scope": "read_write",
                 "password": PASSWORD,
             }
-            center.admin("POST", "/v1/members", member)
-            yield Stack(center, center_service, node)
+            added = center.admin("POST", "/v1/members", member)
+            yield Stack(center, center_service, node, added["credential"])
         finally:
             node.stop()
     finally:

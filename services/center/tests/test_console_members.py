@@ -62,9 +62,7 @@ async def test_the_list_shows_role_scope_vaults_generation_and_last_sign_in(
     await browsers().sign_in("alice")
     page = await operator.get("/console/members")
     assert page.status_code == 200
-    row = re.search(
-        r"<tr><td><a href=\"/console/members/alice\">alice</a>.*?</tr>", page.text, re.S
-    )
+    row = re.search(r"<a href=\"/console/members/alice\">alice</a>.*?</tr>", page.text, re.S)
     assert row is not None
     for text in ("editor", "read_write", "team", "<time datetime="):
         assert text in row.group(0)
@@ -180,3 +178,12 @@ async def test_a_member_reaches_no_members_page(browsers: Callable[[], Browser])
         refused = await bob.post(path, **form)
         assert refused.status_code == 403, path
         assert "only the operator" in refused.text
+
+
+async def test_an_oauth_sign_in_counts_as_the_last_sign_in(app: FastAPI, clock: t.Clock) -> None:
+    async with t.client(app) as http:
+        client_id = await o.register(http)
+        clock.advance(90)
+        await o.code_for(http, client_id, o.pkce())
+        member = (await http.get("/v1/members/alice", headers=t.ADMIN)).json()
+    assert member["last_sign_in"] == int(clock())

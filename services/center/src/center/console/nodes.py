@@ -32,12 +32,23 @@ def state(node: dict[str, Any], seq: int, now: int) -> dict[str, Any]:
             f"stale: no heartbeat for {age // 60} min — the node may be down or cut off "
             "from the center, and would miss revocations"
         )
+    notes = []
     if lag:
-        warnings.append(f"{lag} revocation snapshot(s) behind the feed")
+        notes.append(
+            f"{lag} revocation snapshot(s) behind the feed at its last heartbeat; normal for "
+            "a heartbeat or two after a change, a problem if it stays"
+        )
     if node["checkpoint_ok"] is False:
         warnings.append("its audit checkpoint is not in this center's chain: restored or forked?")
     checkpoint = {True: "verified", False: "MISMATCH", None: "none yet"}[node["checkpoint_ok"]]
-    return {**node, "age": age, "lag": lag, "checkpoint_state": checkpoint, "warnings": warnings}
+    return {
+        **node,
+        "age": age,
+        "lag": lag,
+        "checkpoint_state": checkpoint,
+        "warnings": warnings,
+        "notes": notes,
+    }
 
 
 async def show(page: Page) -> Response:

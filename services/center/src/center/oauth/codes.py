@@ -74,6 +74,7 @@ async def grant(
     member = await work.session.get(Member, signed.member_id, with_for_update=True)
     if member is None or member.password_hash != signed.password_hash:
         return OAuthError("access_denied", "member_changed", "the member changed during sign-in")
+    member.last_sign_in = work.now
     principal = await principals.principal(work.session, member)
     permissions = granted_scope(ask.scope, principal.permissions)
     work.record(
