@@ -257,6 +257,27 @@ def test_requests_are_asked_decided_and_claimed(remote: dict[str, str]) -> None:
     assert "error (conflict)" in again.output
 
 
+def test_an_approval_narrows_and_a_rejection_gives_its_reason(remote: dict[str, str]) -> None:
+    created = invoke(
+        "member", "add", "nina", "--vault", "team", "--role", "editor", "--json", env=remote
+    )
+    member = {**remote, "SECONDBRAIN_CENTER_TOKEN": json.loads(created.output)["credential"]}
+    ids = []
+    for _ in range(2):
+        asked = invoke(
+            "request", "create", "--vault", "team", "--scope", "rw", "--json", env=member
+        )
+        ids.append(json.loads(asked.output)["id"])
+    narrowed = invoke(
+        "request", "approve", ids[0], "--scope", "read", "--minutes", "5", "--json", env=remote
+    )
+    assert narrowed.exit_code == 0, narrowed.output
+    shown = json.loads(narrowed.output)
+    assert (shown["scope"], shown["minutes"], shown["asked_scope"]) == ("read", 5, "read_write")
+    rejected = invoke("request", "reject", ids[1], "--reason", "not now", "--json", env=remote)
+    assert json.loads(rejected.output)["decision_reason"] == "not now"
+
+
 def test_member_verbs_need_the_member_token(remote: dict[str, str]) -> None:
     result = invoke(
         "request", "create", "--vault", "team", env={**remote, "SECONDBRAIN_CENTER_TOKEN": ""}

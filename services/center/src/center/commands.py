@@ -225,22 +225,38 @@ def request_list(
     show_rows(listed, "requests", as_json, REQUEST_COLUMNS)
 
 
-def _decide(verb: str, request_id: str, url: str, as_json: bool) -> None:
-    show(Remote(url).call("POST", f"/v1/requests/{request_id}/{verb}"), as_json, REQUEST_COLUMNS)
+def _decide(verb: str, request_id: str, url: str, as_json: bool, body: dict[str, Any]) -> None:
+    decided = Remote(url).call("POST", f"/v1/requests/{request_id}/{verb}", body=body)
+    show(decided, as_json, REQUEST_COLUMNS)
 
 
 @request_app.command("approve")
 @handled
-def request_approve(request_id: str, url: Url = DEFAULT_URL, as_json: Json = False) -> None:
+def request_approve(
+    request_id: str,
+    *,
+    scope: Annotated[
+        str | None, typer.Option(help="Approve less than asked: at most this scope.")
+    ] = None,
+    minutes: Annotated[
+        int | None, typer.Option(min=1, max=60, help="Approve less than asked: this long.")
+    ] = None,
+    reason: Reason = None,
+    url: Url = DEFAULT_URL,
+    as_json: Json = False,
+) -> None:
     """Approve a pending request as the operator (issues nothing; the requester claims)."""
-    _decide("approve", request_id, url, as_json)
+    body = {"scope": scope, "minutes": minutes, "reason": reason}
+    _decide("approve", request_id, url, as_json, body)
 
 
 @request_app.command("reject")
 @handled
-def request_reject(request_id: str, url: Url = DEFAULT_URL, as_json: Json = False) -> None:
-    """Reject a pending request as the operator."""
-    _decide("reject", request_id, url, as_json)
+def request_reject(
+    request_id: str, *, reason: Reason = None, url: Url = DEFAULT_URL, as_json: Json = False
+) -> None:
+    """Reject a pending request as the operator; the reason reaches the requester."""
+    _decide("reject", request_id, url, as_json, {"reason": reason})
 
 
 @request_app.command("cancel")
