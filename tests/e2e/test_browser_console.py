@@ -238,6 +238,8 @@ async def test_request_narrowed_approved_claimed_used_and_revoked_in_a_browser(
     await operator.shoot("member")
     assert operator.violations == []
     await context.close()
+    for secret in (stack.center.admin_token, stack.member_credential, token, PASSWORD):
+        assert secret not in stack.logs()
 
 
 async def test_with_scripting_off_and_the_keyboard_alone_the_forms_work(
@@ -292,3 +294,5 @@ async def test_with_scripting_off_and_the_keyboard_alone_the_forms_work(
     assert page.url == f"{stack.issuer}/console/sign-in"
     assert member.violations == []
     await context.close()
+    for secret in (minted, PASSWORD, stack.center.admin_token):
+        assert secret not in stack.logs()

@@ -4,6 +4,7 @@ browser sees them (in process, on SQLite and PostgreSQL)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Callable
 
 import httpx
@@ -228,3 +229,46 @@ async def test_a_member_change_or_removal_ends_its_sessions(
         removed = await http.delete("/v1/members/bob", headers=t.ADMIN)
         assert removed.status_code == 200
     assert (await bob.get("/console/requests")).status_code == 303
+
+
+async def test_no_password_token_or_credential_reaches_a_log_line(
+    browsers: Callable[[], Browser], capsys: pytest.CaptureFixture[str]
+) -> None:
+    operator, alice = browsers(), browsers()
+    await operator.sign_in_operator()
+    await operator.get("/console/members")
+    created = await operator.post(
+        "/console/members", id="erin", vaults="team", password="erin's long password"
+    )
+    credential = re.search(r'value="(sbm_[^"]+)"', created.text)
+    assert credential is not None
+    await alice.sign_in()
+    await alice.get("/console/tokens")
+    minted = await alice.post("/console/tokens", scope="read", resource=t.RESOURCE)
+    token = re.search(r'id="token" value="([^"]+)"', minted.text)
+    assert token is not None
+    await alice.sign_in(password="a wrong password, logged?")
+    logged = capsys.readouterr().out
+    assert "/console/tokens" in logged
+    secrets = (t.ADMIN_TOKEN, o.PASSWORD, "erin's long password", credential.group(1))
+    for secret in (*secrets, token.group(1), "a wrong password, logged?", operator.csrf):
+        assert secret not in logged
+
+
+async def test_with_changes_locked_the_console_answers_with_a_page(
+    browsers: Callable[[], Browser], app: FastAPI
+) -> None:
+    alice = browsers()
+    await alice.sign_in()
+    app.state.center.store.locked = "a test locked it"
+    try:
+        shown = await alice.get("/console/requests")
+        posted = await alice.post("/console/requests", vault="team", scope="read")
+        signing_in = await browsers().sign_in()
+    finally:
+        app.state.center.store.locked = None
+    assert shown.status_code == 200
+    for answer in (posted, signing_in):
+        assert answer.status_code == 503
+        assert answer.headers["content-type"].startswith("text/html")
+        assert "changes are locked" in answer.text

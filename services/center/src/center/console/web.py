@@ -255,8 +255,23 @@ STALE = (
 
 
 class ConsoleRoute(APIRoute):
-    """Console routes stay out of the API schema."""
+    """Console routes stay out of the API schema, and answer a failure no page handled
+    (changes locked, the database away) with an HTML page instead of the API's JSON."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["include_in_schema"] = False
         super().__init__(*args, **kwargs)
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        inner = super().get_route_handler()
+
+        async def handler(request: Request) -> Response:
+            try:
+                return await inner(request)
+            except CenterError as exc:
+                title = "Temporarily unavailable" if exc.status >= 500 else "Refused"
+                return render(
+                    "message.html", exc.status, title=title, message=scrub(exc.message), back=None
+                )
+
+        return handler
