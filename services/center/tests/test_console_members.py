@@ -187,3 +187,16 @@ async def test_an_oauth_sign_in_counts_as_the_last_sign_in(app: FastAPI, clock: 
         await o.code_for(http, client_id, o.pkce())
         member = (await http.get("/v1/members/alice", headers=t.ADMIN)).json()
     assert member["last_sign_in"] == int(clock())
+
+
+async def test_a_password_set_here_keeps_its_spaces_as_the_login_page_does(
+    operator: Browser, browsers: Callable[[], Browser]
+) -> None:
+    spaced = "  spaces around this password  "
+    await operator.get("/console/members/alice")
+    assert (
+        await operator.post("/console/members/alice/password", password=spaced)
+    ).status_code == 303
+    alice = browsers()
+    assert (await alice.sign_in(password=spaced.strip())).status_code == 401
+    assert (await alice.sign_in(password=spaced)).status_code == 303

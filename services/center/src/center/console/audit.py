@@ -54,7 +54,7 @@ async def _head(page: Page) -> dict[str, Any] | None:
 
 async def show(page: Page) -> Response:
     wanted = chosen(page)
-    offset = int(page.value("offset", "0")) if page.value("offset", "0").isdigit() else 0
+    offset = page.offset()
     broken: str | None = None
     try:
         lines = await page.center.store.audit_export(wanted)

@@ -14,16 +14,11 @@ from center.principals import check_vault
 router = APIRouter(prefix=PREFIX, route_class=ConsoleRoute)
 
 
-def _offset(page: Page) -> int:
-    value = page.value("offset", "0")
-    return int(value) if value.isdigit() else 0
-
-
 async def show(page: Page) -> Response:
     vault = page.value("vault") or None
     if vault is not None:
         check_vault(vault)
-    offset, now = _offset(page), page.center.store.now()
+    offset, now = page.offset(), page.center.store.now()
     async with page.center.store.read() as session:
         tree = await grants.forest(session, page.me, vault, now, offset=offset, limit=PAGE_SIZE)
     base = f"{PREFIX}/grants?" + (f"vault={vault}&" if vault else "")

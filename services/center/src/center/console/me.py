@@ -37,7 +37,7 @@ async def show(page: Page) -> Response:
 
 
 async def password(page: Page) -> Response:
-    if page.value("new") != page.value("repeat"):
+    if page.raw("new") != page.raw("repeat"):
         return page.render(
             "message.html",
             400,
@@ -49,8 +49,8 @@ async def password(page: Page) -> Response:
         page.center.store,
         page.center.passwords,
         page.me,
-        old=page.value("current"),
-        new=page.value("new"),
+        old=page.raw("current"),
+        new=page.raw("new"),
         channel=CHANNEL,
     )
     target = f"{PREFIX}/sign-in?ended=password"

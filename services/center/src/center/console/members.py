@@ -24,14 +24,9 @@ def _vaults(text: str) -> list[str]:
     return [name.strip() for name in text.replace(",", " ").split() if name.strip()]
 
 
-def _offset(page: Page) -> int:
-    value = page.value("offset", "0")
-    return int(value) if value.isdigit() else 0
-
-
 async def show(page: Page) -> Response:
     as_operator(page.me)
-    offset = _offset(page)
+    offset = page.offset()
     async with page.center.store.read() as session:
         listed = await members.listing(session, offset, PAGE_SIZE)
         total = await members.count(session)
@@ -47,7 +42,7 @@ async def show(page: Page) -> Response:
 
 
 async def _hash(page: Page) -> str | None:
-    password = page.value("password")
+    password = page.raw("password")
     return await page.center.passwords.hash(password) if password else None
 
 

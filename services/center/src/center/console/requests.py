@@ -37,11 +37,6 @@ def _may_decide(page: Page, row: dict[str, Any]) -> bool:
     return row["requester"] != me.id and named and (me.is_operator or me.manages(row["vault"]))
 
 
-def _offset(page: Page) -> int:
-    value = page.value("offset", "0")
-    return int(value) if value.isdigit() else 0
-
-
 async def _listing(page: Page) -> list[dict[str, Any]]:
     store = page.center.store
     if store.locked is not None:
@@ -65,7 +60,7 @@ async def show(page: Page) -> Response:
         key=lambda r: r["decided"] or r["created"],
         reverse=True,
     )
-    offset = _offset(page)
+    offset = page.offset()
     vaults = [] if page.me.is_operator else [v for v in page.me.vaults if v != "*"]
     return page.render(
         "requests.html",

@@ -19,13 +19,8 @@ router = APIRouter(prefix=PREFIX, route_class=ConsoleRoute)
 DAY = 1440
 
 
-def _offset(page: Page) -> int:
-    value = page.value("offset", "0")
-    return int(value) if value.isdigit() else 0
-
-
 async def show(page: Page) -> Response:
-    now, offset = page.center.store.now(), _offset(page)
+    now, offset = page.center.store.now(), page.offset()
     async with page.center.store.read() as session:
         listed = await tokens.listing(session, page.me, now)
         vaults = [] if page.me.is_operator else await nodes.visible_vaults(session, page.me)

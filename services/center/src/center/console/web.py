@@ -6,7 +6,6 @@ templates, and one place that turns a domain error into the page's error message
 from __future__ import annotations
 
 import hmac
-import secrets
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -163,11 +162,17 @@ class Page:
         return self.console.forms.issue(self.session.id_hash, self.center.store.now())
 
     def value(self, name: str, default: str = "") -> str:
-        values = self.form.get(name) or self.request.query_params.getlist(name)
-        return values[0].strip() if values else default
+        return self.raw(name, default).strip()
 
-    def values(self, name: str) -> list[str]:
-        return [v for v in (self.form.get(name) or ()) if v]
+    def raw(self, name: str, default: str = "") -> str:
+        """A field as posted (or in the query), not stripped: passwords keep their spaces."""
+        values = self.form.get(name) or self.request.query_params.getlist(name)
+        return values[0] if values else default
+
+    def offset(self) -> int:
+        """Where a paged list starts (`?offset=`), 0 unless a number is given."""
+        value = self.value("offset", "0")
+        return int(value) if value.isdigit() else 0
 
     def render(self, template: str, status: int = 200, **context: Any) -> HTMLResponse:
         context.setdefault("notice", self.notice())
@@ -175,7 +180,6 @@ class Page:
 
 
 def render(template: str, status: int = 200, **context: Any) -> HTMLResponse:
-    context.setdefault("nonce", secrets.token_urlsafe(8))
     context.setdefault("page", None)
     context.setdefault("me", None)
     context.setdefault("notice", None)
