@@ -116,7 +116,9 @@ def _parameters(operation: dict[str, Any]) -> list[str]:
 
 def _body(operation: dict[str, Any], schemas: dict[str, Any]) -> list[str]:
     content = operation.get("requestBody", {}).get("content", {})
-    ref = content.get("application/json", {}).get("schema", {}).get("$ref")
+    body = content.get("application/json", {}).get("schema", {})
+    optional = [option.get("$ref") for option in body.get("anyOf", ()) if "$ref" in option]
+    ref = body.get("$ref") or next(iter(optional), None)  # an optional body: Model | None
     if ref is None:
         return []
     name = ref.rsplit("/", 1)[-1]

@@ -35,7 +35,7 @@ class RequestIn(BaseModel):
 
 
 class DecisionIn(BaseModel):
-    """Optional: approve less than asked (`scope`, `minutes`); give a reason (reject)."""
+    """Optional: approve less than asked (`scope`, `minutes`), with a reason."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -45,6 +45,14 @@ class DecisionIn(BaseModel):
 
     def decision(self) -> requests.Decision:
         return requests.Decision(scope_arg(self.scope), self.minutes, self.reason)
+
+
+class RejectIn(BaseModel):
+    """Optional: why the request is rejected (the requester reads it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str | None = Field(None, max_length=256, description="Audit metadata; no secrets")
 
 
 class ClaimIn(BaseModel):
@@ -91,7 +99,7 @@ async def approve(
 
 @router.post("/{request_id}/reject", summary="Reject a pending request")
 async def reject(
-    request_id: str, center: CenterDep, caller: Caller, body: DecisionIn | None = None
+    request_id: str, center: CenterDep, caller: Caller, body: RejectIn | None = None
 ) -> dict[str, Any]:
     decision = requests.Decision(reason=body.reason) if body is not None else None
     async with center.store.change() as work:
