@@ -57,6 +57,8 @@ class Index:
         self._reader_count = readers
         self._writer = self._connect()
         self.skips = Skips(vault)
+        self.on_change: Callable[[], None] | None = None
+        """Called after every write transaction (the vector worker's poke)."""
 
     @classmethod
     def open(cls, root: Path, vault: str, readers: int = READERS) -> Index:
@@ -125,6 +127,12 @@ class Index:
                 self._readers.put(conn)
             else:
                 conn.close()
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[sqlite3.Connection]:
+        """The writer in a transaction, for what is derived from the notes (their vectors)."""
+        with self._write_lock, self._transaction() as conn:
+            yield conn
 
     @contextlib.contextmanager
     def querying(self) -> Iterator[sqlite3.Connection]:
@@ -325,6 +333,8 @@ class Index:
             raise
         else:
             conn.execute("COMMIT")
+            if self.on_change is not None:
+                self.on_change()
 
 
 def _indexed(conn: sqlite3.Connection, rel: str) -> bool:

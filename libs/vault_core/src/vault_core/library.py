@@ -17,11 +17,13 @@ import structlog
 
 from vault_core import edit, layouts, paths
 from vault_core.edit import WriteOp, WriteResult
+from vault_core.embedding import Embedder
 from vault_core.errors import NotFoundError, VaultError, VersioningOffError
 from vault_core.gitstore import GitStore, Identity
 from vault_core.index import Index
 from vault_core.text import decode
 from vault_core.vault import Actor, Vault
+from vault_core.vectors import VectorStore
 from vault_core.watch import Watcher
 
 log = structlog.get_logger("vault_core")
@@ -42,6 +44,8 @@ class Settings:
     git_remote: str | None = None
     git_token: str | None = field(default=None, repr=False)  # never in a repr or a log
     watch: bool = True
+    embedder: Embedder | None = field(default=None, compare=False)
+    """Makes the vectors search ranks by meaning with, in the background (None: keywords only)."""
 
 
 class IndexHook:
@@ -89,6 +93,7 @@ class OpenVault:
         self.git = git
         self.git_error = git_error
         self.watcher: Watcher | None = None
+        self.vectors: VectorStore | None = None
         self._reconciled = time.monotonic()
 
     @classmethod
@@ -109,6 +114,9 @@ class OpenVault:
             else:
                 _recover(vault, git)
         index.reconcile()
+        if settings.embedder is not None:
+            opened.vectors = VectorStore(index, settings.embedder).start()
+            index.on_change = opened.vectors.poke
         if settings.watch:
             opened.watcher = Watcher(root, name, index.update_paths, index.reconcile).start()
         return opened
@@ -157,6 +165,8 @@ class OpenVault:
     def close(self) -> None:
         if self.watcher is not None:
             self.watcher.stop()
+        if self.vectors is not None:
+            self.vectors.stop()
         if self.git is not None:
             self.git.close()
         self.index.close()

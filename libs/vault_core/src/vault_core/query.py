@@ -11,6 +11,7 @@ characters, which is how the index stores them (`spaced`).
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from dataclasses import dataclass
@@ -115,7 +116,7 @@ def _term(phrase: str, word: str, star: str, language: str) -> Term | None:
 
 def _variants(word: str, language: str) -> str:
     """The word, its stem, and every word starting with their common part."""
-    stem = _stemmer(language).stemWord(word)
+    stem = _stem(language, word)
     forms = [_quote(word)]
     if (len(stem) >= 4 or (len(stem) == 3 and language == "english")) and fold(stem) != fold(word):
         forms.append(_quote(stem))
@@ -139,6 +140,12 @@ def _common_prefix(a: str, b: str) -> str:
 
 def _quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
+
+
+@functools.lru_cache(maxsize=65536)
+def _stem(language: str, word: str) -> str:
+    stem: str = _stemmer(language).stemWord(word)
+    return stem
 
 
 _local = threading.local()  # a Snowball stemmer keeps state between calls: one per thread

@@ -1,4 +1,5 @@
-"""The index schema: spec §10.1 as written, plus two additions for link resolution.
+"""The index schema: spec §10.1 as written, plus two additions for link resolution and
+`embedded` (the hash each note had when its vectors were made, per model).
 
 `links.key` and the `names` table let a change to one note re-resolve only the
 links that could point to it, so a write costs the same at 100 or 50,000 notes.
@@ -67,6 +68,13 @@ CREATE TABLE IF NOT EXISTS embeddings (
     heading TEXT NOT NULL DEFAULT '',
     vector  BLOB NOT NULL,
     PRIMARY KEY (path, chunk, model)
+);
+
+CREATE TABLE IF NOT EXISTS embedded (
+    path  TEXT NOT NULL,
+    model TEXT NOT NULL,
+    hash  TEXT NOT NULL,
+    PRIMARY KEY (path, model)
 );
 
 CREATE TABLE IF NOT EXISTS names (

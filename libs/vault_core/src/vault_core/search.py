@@ -37,6 +37,8 @@ class Hit:
     tags: list[str]
     modified: str
     bytes: int
+    matched: list[str] = field(default_factory=list)  # why: "words", "meaning" or both
+    section: str = ""  # for a match by meaning: the heading of the closest section
 
 
 @dataclass(frozen=True)
@@ -151,19 +153,41 @@ def _natural(
     conn: sqlite3.Connection, terms: list[query.Term], where: list[str], params: list[object],
     *, limit: int, offset: int,
 ) -> Results:  # fmt: skip
-    """Any-term BM25 for the pool, then re-ranked by the idf-weighted share of terms matched."""
     if not terms:
         return Results(0)
+    rows, total = _scored(conn, terms, where, params, max(POOL, offset + limit))
+    page = [(rowid, score) for rowid, score, _ in rows[offset : offset + limit]]
+    return Results(total, _page(conn, page, query.highlight(terms)))
+
+
+def ranking(
+    index: Index, text: str, filters: Filters, pool: int = POOL
+) -> tuple[list[tuple[str, float]], int]:
+    """The natural-language keyword ranking alone: (path, score) best first, at most `pool`,
+    and how many notes match in all — what hybrid search fuses, without snippets."""
+    terms = query.terms(text)
+    if not terms:
+        return [], 0
+    where, params = _where(filters)
+    with index.querying() as conn:
+        rows, total = _scored(conn, terms, where, params, pool)
+    return [(path, score) for _, score, path in rows], total
+
+
+def _scored(
+    conn: sqlite3.Connection, terms: list[query.Term], where: list[str], params: list[object],
+    pool: int,
+) -> tuple[list[tuple[int, float, str]], int]:  # fmt: skip
+    """Any-term BM25 for the pool, then re-ranked by the idf-weighted share of terms matched."""
     expression = query.any_of(terms)
-    pool = max(POOL, offset + limit)
     clause = " AND ".join(["notes_fts MATCH ?", "rank MATCH ?", "n.is_note = 1", *where])
     rows = conn.execute(
-        f"SELECT n.rowid, -rank FROM notes_fts JOIN notes n ON n.rowid = notes_fts.rowid"
+        f"SELECT n.rowid, -rank, n.path FROM notes_fts JOIN notes n ON n.rowid = notes_fts.rowid"
         f" WHERE {clause} ORDER BY rank LIMIT ?",
         [expression, RANK, *params, pool],
     ).fetchall()
     if len(terms) > 1 and rows:
-        share = _coverage(conn, terms, [rowid for rowid, _ in rows])
+        share = _coverage(conn, terms, [row[0] for row in rows])
         rows.sort(key=lambda row: -row[1] * share[row[0]] ** COVERAGE_POWER)
     total = len(rows)
     if total == pool:
@@ -172,7 +196,33 @@ def _natural(
             f" WHERE {' AND '.join(['notes_fts MATCH ?', 'n.is_note = 1', *where])}",
             [expression, *params],
         ).fetchone()
-    return Results(total, _page(conn, rows[offset : offset + limit], query.highlight(terms)))
+    return rows, total
+
+
+def passing(index: Index, note_paths: Sequence[str], filters: Filters) -> set[str]:
+    """Which of these paths are notes the filters let through."""
+    where, params = _where(filters)
+    found: set[str] = set()
+    with index.querying() as conn:
+        for start in range(0, len(note_paths), 500):
+            chunk = list(note_paths[start : start + 500])
+            marks = ", ".join("?" * len(chunk))
+            clause = " AND ".join([f"n.path IN ({marks})", "n.is_note = 1", *where])
+            found |= {p for (p,) in conn.execute(
+                f"SELECT n.path FROM notes n WHERE {clause}", [*chunk, *params])}  # fmt: skip
+    return found
+
+
+def hits_for(index: Index, note_paths: Sequence[str], highlight: str) -> list[Hit]:
+    """Hits for these notes in this order (score 0), snippets marking `highlight`'s terms."""
+    if not note_paths:
+        return []
+    marks = ", ".join("?" * len(note_paths))
+    with index.querying() as conn:
+        sql = f"SELECT path, rowid FROM notes WHERE path IN ({marks})"
+        rowids = dict(conn.execute(sql, list(note_paths)).fetchall())
+        ranked = [(rowids[p], 0.0) for p in note_paths if p in rowids]
+        return _page(conn, ranked, highlight)
 
 
 def _page(conn: sqlite3.Connection, ranked: list[tuple[int, float]], highlight: str) -> list[Hit]:

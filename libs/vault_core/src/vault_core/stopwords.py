@@ -15,8 +15,8 @@ _LISTS = {
         would may might must of to in on at by for with from into onto about as than then so
         if or and but not no nor any some there here also just only very too more most such
         own same other each both all either neither whether while until up down out over under
-        again once get gets got please want wants way ways something anything one ones i'm i've i'd i'll don't doesn't
-        can't isn't aren't what's it's that's there's let's""",
+        again once get gets got please want wants way ways something anything one ones i'm
+        i've i'd i'll don't doesn't can't isn't aren't what's it's that's there's let's""",
     "german": """der die das den dem des ein eine einen einem einer eines und oder aber nicht
         kein keine ist sind war waren bin bist sein seine ihr ihre ich du er sie es wir mich
         mir dich dir uns euch man wie was wer wo wann warum welche welcher welches wieso mit

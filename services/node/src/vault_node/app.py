@@ -29,7 +29,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 
 from tickets import Verifier
-from vault_core import Identity, Library, Settings
+from vault_core import Identity, Library, Settings, embedding
 from vault_core.vault import rfc3339
 from vault_node import auth, feed, metrics, rpc
 from vault_node.config import NodeConfig
@@ -82,6 +82,7 @@ class Node:
             git_remote=config.git_remote or None,
             git_token=config.git_token or None,
             watch=config.watch,
+            embedder=embedding.shared(config.embedding),
         )
         return PlacingLibrary(
             config.data_dir, settings, config.default_vault, placements=self.placements

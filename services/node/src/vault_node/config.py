@@ -90,6 +90,7 @@ class NodeConfig(BaseSettings):
     git_email: str = "secondbrain@localhost"
     trash_retention: str = "720h"
     watch: bool = True
+    embedding: str = "bundled"  # the model note_search ranks by meaning with; off: keywords only
     log_level: str = "info"
     commit: str = ""
     metrics: bool = False
@@ -168,6 +169,8 @@ class NodeConfig(BaseSettings):
             found.append("rate_limit must be at least 1 call a minute")
         if self.max_response_bytes < MIN_RESPONSE_BYTES:
             found.append(f"max_response_bytes must be at least {MIN_RESPONSE_BYTES}")
+        if problem := _embedding_problem(self.embedding):
+            found.append(problem)
         if self.state_dir is not None and not self.state_dir.is_absolute():
             found.append(f"state_dir {str(self.state_dir)!r} must be an absolute path")
         for name in (
@@ -317,3 +320,14 @@ def _describe(exc: ValidationError) -> list[str]:
             message = "unknown setting; check the spelling against docs/node.md"
         problems += [f"{where}: {line}" if where else line for line in message.split("\n")]
     return problems
+
+
+def _embedding_problem(spec: str) -> str | None:
+    if spec in ("bundled", "off"):
+        return None
+    if spec.startswith("onnx:"):
+        folder = Path(spec.removeprefix("onnx:")).expanduser()
+        if not folder.is_dir():
+            return f"embedding {spec!r}: no such folder; give the folder of an ONNX model"
+        return None
+    return f"embedding {spec!r} must be bundled, off or onnx:/path/to/model-folder"

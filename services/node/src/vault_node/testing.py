@@ -81,6 +81,7 @@ def make_config(directory: Path, key: SigningKey, **overrides: Any) -> NodeConfi
         "jwks_file": jwks,
         "revocation_file": revocations,
         "watch": False,
+        "embedding": "off",  # rankings stay keyword-only unless a test asks for vectors
     }
     return NodeConfig(**{**values, **overrides})
 

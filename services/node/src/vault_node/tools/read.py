@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vault_core import NOTE_LIMIT, VaultError, deadline, layouts, queries, search
+from vault_core import NOTE_LIMIT, VaultError, deadline, hybrid, layouts, queries, search
 from vault_node import grammar
 from vault_node.tools.base import READS, Call, Tool, choice, flag, integer, strings, text
 from vault_node.tools.common import (
@@ -89,7 +89,10 @@ def vault_stats(call: Call) -> dict[str, Any]:
     assert call.opened is not None
     index = call.opened.index
     skipped = queries.skipped(index, SKIPPED_SHOWN)
-    return {"vault": call.vault.name, "stats": queries.stats(index), "skipped": skipped}
+    found = {"vault": call.vault.name, "stats": queries.stats(index), "skipped": skipped}
+    if call.opened.vectors is not None:
+        found["embedding"] = call.opened.vectors.progress().as_dict()
+    return found
 
 
 def note_list(call: Call) -> dict[str, Any]:
@@ -132,20 +135,26 @@ def note_search(call: Call) -> dict[str, Any]:
         modified_after_ns=after,
     )
     call.opened.fresh()
-    found = search.search(
+    answer = hybrid.find(
         call.opened.index,
+        call.opened.vectors,
         args["query"] or "",
         filters,
-        args["limit"],
-        args["offset"],
+        limit=args["limit"],
+        offset=args["offset"],
+        mode=args["mode"],
         syntax=args["syntax"],
     )
+    found = answer.results
     result: dict[str, Any] = {
         "vault": call.vault.name,
+        "mode": answer.mode,
         "total": found.total,
         "returned": len(found.hits),
         "hits": [vars(hit) for hit in found.hits],
     }
+    if answer.embedding is not None:
+        result["embedding"] = answer.embedding
     if found.total == 0:
         result["hint"] = (
             "nothing found; try fewer or other words, drop a filter, or use vault_grep for "
@@ -288,8 +297,11 @@ HIT = obj(
         "tags": STRS,
         "modified": STR,
         "bytes": INT,
+        "matched": STRS,
+        "section": STR,
     }
 )
+EMBEDDING = obj({"model": STR, "embedded": INT, "total": INT, "done": BOOL})
 ENTRY = obj({"path": STR, "bytes": INT, "modified": STR})
 NOTE_HEAD = {
     "vault": STR,
@@ -325,7 +337,9 @@ TOOLS = [
         "use it to get a sense of a vault before searching. For a to-do list of problems use "
         "vault_review.",
         {},
-        result_schema({"vault": STR, "stats": STATS, "skipped": arr(SKIPPED)}),
+        result_schema(
+            {"vault": STR, "stats": STATS, "skipped": arr(SKIPPED)}, {"embedding": EMBEDDING}
+        ),
         "read",
         READS,
         vault_stats,
@@ -373,9 +387,14 @@ TOOLS = [
                 'What to find, e.g. how do I rotate the API key? ("quoted words" stay '
                 "together, word* is a prefix); empty to filter only."
             ),
+            "mode": choice(
+                "hybrid (default once the vault's vectors are made): by words and by "
+                "meaning; keyword: by words only; semantic: by meaning only.",
+                hybrid.MODES,
+            ),
             "syntax": choice(
                 "natural (default): any words, never a syntax error; fts: SQLite FTS5 "
-                "syntax (AND, OR, NOT, NEAR, column:, all words must occur).",
+                "syntax (AND, OR, NOT, NEAR, column:, all words must occur; keyword mode).",
                 search.SYNTAXES,
                 "natural",
             ),
@@ -392,7 +411,8 @@ TOOLS = [
             "offset": integer(LIMIT_OFFSET, 0, clamp=(0, 10**9)),
         },
         result_schema(
-            {"vault": STR, "total": INT, "returned": INT, "hits": arr(HIT)}, {"hint": STR}
+            {"vault": STR, "mode": STR, "total": INT, "returned": INT, "hits": arr(HIT)},
+            {"hint": STR, "embedding": EMBEDDING},
         ),
         "read",
         READS,

@@ -1,0 +1,125 @@
+"""Search by words and meaning at once: modes, fusion, filters, and what each hit says."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from vault_core import embedding, hybrid
+from vault_core.errors import InvalidArgumentError
+from vault_core.index import Index
+from vault_core.search import Filters
+from vault_core.testing import make_vault
+from vault_core.vectors import VectorStore
+
+NOTES: dict[str, str | bytes] = {
+    "links/backlinks.md": "---\ntags: [links]\n---\n# Backlinks\n\nThe backlinks pane lists every"
+    " note that links to the note you are reading.\n",
+    "canvas/export.md": "# Export a canvas\n\nSave a canvas as a PNG image or as SVG.\n",
+    "sync/conflicts.md": "# Sync conflicts\n\nWhen two devices edit one file, sync keeps both.\n",
+    "misc/zettel.md": "# Method\n\nThe zettelkasten method in short.\n",
+}
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Iterator[tuple[Index, VectorStore]]:
+    make_vault(tmp_path, NOTES)
+    index = Index.open(tmp_path / "test", "test")
+    index.reconcile()
+    model = embedding.shared(embedding.BUNDLED)
+    assert model is not None
+    vectors = VectorStore(index, model).start()
+    end = time.monotonic() + 60
+    while not vectors.ready() and time.monotonic() < end:
+        time.sleep(0.02)
+    yield index, vectors
+    vectors.stop()
+    index.close()
+
+
+def paths(found: hybrid.Found) -> list[str]:
+    return [hit.path for hit in found.results.hits]
+
+
+def test_hybrid_is_the_default_once_vectors_are_made_and_finds_a_paraphrase(
+    vault: tuple[Index, VectorStore],
+) -> None:
+    index, vectors = vault
+    found = hybrid.find(index, vectors, "which pages point at the one I have open?")
+    assert found.mode == "hybrid"
+    assert paths(found)[0] == "links/backlinks.md"
+    top = found.results.hits[0]
+    assert "meaning" in top.matched
+    assert top.section == "Backlinks"
+    assert found.embedding is None
+
+
+def test_an_exact_rare_word_stays_on_top(vault: tuple[Index, VectorStore]) -> None:
+    index, vectors = vault
+    found = hybrid.find(index, vectors, "zettelkasten")
+    assert paths(found)[0] == "misc/zettel.md"
+    assert found.results.hits[0].matched == ["words", "meaning"]
+    assert "<<zettelkasten>>" in found.results.hits[0].snippet
+
+
+def test_filters_hold_for_the_meaning_side_too(vault: tuple[Index, VectorStore]) -> None:
+    index, vectors = vault
+    found = hybrid.find(index, vectors, "notes that link here", Filters(prefix="canvas"))
+    assert set(paths(found)) <= {"canvas/export.md"}
+    tagged = hybrid.find(index, vectors, "export a picture", Filters(tags=["links"]))
+    assert set(paths(tagged)) <= {"links/backlinks.md"}
+
+
+def test_keyword_and_semantic_modes_and_fts_syntax(vault: tuple[Index, VectorStore]) -> None:
+    index, vectors = vault
+    words = hybrid.find(index, vectors, "canvas", mode="keyword")
+    assert words.mode == "keyword"
+    assert all(hit.matched == ["words"] for hit in words.results.hits)
+    meaning = hybrid.find(index, vectors, "turn a board into a picture", mode="semantic")
+    assert meaning.mode == "semantic"
+    assert paths(meaning)[0] == "canvas/export.md"
+    assert all(hit.matched == ["meaning"] for hit in meaning.results.hits)
+    fts = hybrid.find(index, vectors, "canvas OR sync", syntax="fts")
+    assert fts.mode == "keyword"
+    assert set(paths(fts)) == {"canvas/export.md", "sync/conflicts.md"}
+
+
+def test_until_every_note_has_vectors_search_is_by_words_and_says_how_far_it_is(
+    tmp_path: Path,
+) -> None:
+    make_vault(tmp_path, NOTES)
+    index = Index.open(tmp_path / "test", "test")
+    index.reconcile()
+    model = embedding.shared(embedding.BUNDLED)
+    assert model is not None
+    vectors = VectorStore(index, model)  # not started: nothing embedded yet
+    try:
+        found = hybrid.find(index, vectors, "canvas")
+        assert found.mode == "keyword"
+        assert found.embedding == {"model": model.name, "embedded": 0, "total": 4, "done": False}
+    finally:
+        index.close()
+
+
+def test_semantic_mode_without_vectors_is_a_clear_error(tmp_path: Path) -> None:
+    make_vault(tmp_path, NOTES)
+    index = Index.open(tmp_path / "test", "test")
+    index.reconcile()
+    try:
+        with pytest.raises(InvalidArgumentError, match="embedding: off"):
+            hybrid.find(index, None, "canvas", mode="semantic")
+        assert hybrid.find(index, None, "canvas").mode == "keyword"
+    finally:
+        index.close()
+
+
+def test_score_fusion_keeps_a_one_sided_hit_and_lifts_a_two_sided_one() -> None:
+    fused = dict(hybrid.fuse([("a", 10.0), ("b", 5.0)], [("b", 0.9), ("c", 0.8)]))
+    assert fused["b"] == pytest.approx(0.5 + 0.3 * 1.0) or fused["b"] == pytest.approx(
+        1.0 + 0.3 * 0.5
+    )
+    assert fused["a"] == pytest.approx(1.0)
+    assert set(fused) == {"a", "b", "c"}
