@@ -221,3 +221,30 @@ async def test_a_member_lists_the_grants_it_received(app: FastAPI) -> None:
         received = await issue(app, grantee="alice", scope="read")
         listed = await http.get("/v1/grants", headers=t.bearer(alice["credential"]))
     assert [g["id"] for g in listed.json()["grants"]] == [received["id"]]
+
+
+async def test_the_tokens_page_shows_fifty_newest_first_and_pages_on(
+    browsers: Callable[[], Browser], app: FastAPI, clock: t.Clock
+) -> None:
+    async with t.client(app) as http:
+        credential = (
+            await http.patch("/v1/members/alice", json={"rotate_credential": True}, headers=t.ADMIN)
+        ).json()["credential"]
+        jtis = []
+        for _ in range(55):
+            clock.advance(1)
+            minted = await http.post(
+                "/v1/tokens", json={"resource": [t.RESOURCE]}, headers=t.bearer(credential)
+            )
+            jtis.append(minted.json()["jti"])
+    alice = browsers()
+    await alice.sign_in()
+    first = await alice.get("/console/tokens")
+    shown = re.findall(r'<td data-label="Token \(jti\)" class="mono">([^<]+)</td>', first.text)
+    assert shown == jtis[::-1][:50]
+    assert "1–50 of 55" in first.text
+    rest = await alice.get("/console/tokens", offset="50")
+    assert (
+        re.findall(r'<td data-label="Token \(jti\)" class="mono">([^<]+)</td>', rest.text)
+        == jtis[::-1][50:]
+    )

@@ -7,18 +7,24 @@ center keeps each token's jti and expiry (never the token) so it can be revoked 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, or_, select
+from sqlalchemy import Select, delete, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from center.config import check_public_url
-from center.db import Token
-from center.errors import ConflictError, ForbiddenError, InvalidArgumentError, NotFoundError
+from center.db import Node, Token
+from center.errors import (
+    ConflictError,
+    ForbiddenError,
+    InvalidArgumentError,
+    InvalidTargetError,
+    NotFoundError,
+)
 from center.keyring import Keyring
-from center.nodes import resources_for
+from center.nodes import holders, resources_for
 from center.principals import (
     MANAGERS,
     OPERATOR_ID,
@@ -41,26 +47,54 @@ from tickets import (
 )
 from tickets.revocation import SKEW
 from tickets.scopes import EXPANSION, to_claim
+from tickets.verify import canonical_resource
 
 MAX_MINUTES = 90 * 24 * 60
 DEFAULT_MINUTES = 60
 
 
-async def audience(session: AsyncSession, vaults: Sequence[str], given: Sequence[str]) -> list[str]:
+async def audience(
+    session: AsyncSession,
+    vaults: Sequence[str],
+    given: Sequence[str],
+    vouched: Iterable[str] | None = None,
+) -> list[str]:
     """The `aud` of a token: the resources given, else the registered nodes holding these
-    vaults (reported in their heartbeats or placed there by the center)."""
+    vaults (reported in their heartbeats or placed there by the center). With `vouched`
+    (the resources configured besides registered nodes'), a given resource neither a node
+    nor the settings name is refused: every node would answer its token with a bare 401."""
     if given:
         try:
-            return sorted({check_public_url(url) for url in given})
+            chosen = sorted({check_public_url(url) for url in given})
         except ValueError as exc:
             raise InvalidArgumentError("resource", str(exc)) from None
+        if vouched is not None:
+            await _check_known(session, chosen, vouched)
+        return chosen
     found = await resources_for(session, vaults)
     if not found:
-        names = ", ".join(sorted(set(vaults)))
-        raise InvalidArgumentError(
-            "resource", f"no registered node serves {names}; pass the node's MCP URL as resource"
-        )
+        raise InvalidArgumentError("vault", await _no_node_message(session, vaults))
     return found
+
+
+async def _check_known(
+    session: AsyncSession, chosen: Sequence[str], vouched: Iterable[str]
+) -> None:
+    nodes = sorted(set((await session.scalars(select(Node.resource))).all()))
+    known = {canonical_resource(url) for url in (*nodes, *vouched)}
+    for url in chosen:
+        if canonical_resource(url) not in known:
+            listed = ", ".join(nodes) or "none yet (register one with `node add`)"
+            raise InvalidTargetError(
+                "resource",
+                f"no registered node has the resource {url}; registered nodes: {listed}",
+            )
+
+
+async def _no_node_message(session: AsyncSession, vaults: Sequence[str]) -> str:
+    names = ", ".join(repr(v) for v in sorted(set(vaults)))
+    known = ", ".join(sorted(await holders(session))) or "none yet (start a node)"
+    return f"no node reports vault {names}; known vaults: {known}"
 
 
 def narrowed(held: Permissions, scope: Scope | None) -> Permissions:
@@ -103,6 +137,8 @@ class TokenAsk:
     vaults: tuple[str, ...] | None = None
     minutes: int = DEFAULT_MINUTES
     member: str | None = None
+    vouched: tuple[str, ...] | None = None
+    """Resources the settings name besides registered nodes'; when set, any other is refused."""
 
 
 async def exchange(
@@ -118,7 +154,7 @@ async def exchange(
         holder = await _other_member(work, caller, ask.member)
         permissions = narrowed(holder.permissions & caller.permissions, ask.scope)
         vaults = _vaults_for_other(caller, holder, ask.vaults)
-    aud = await audience(work.session, vaults, ask.resources)
+    aud = await audience(work.session, vaults, ask.resources, ask.vouched)
     claims = claims_for(
         iss=issuer,
         sub=holder.id,
@@ -209,12 +245,27 @@ def _view(row: Token) -> dict[str, Any]:
     }
 
 
-async def listing(session: AsyncSession, caller: Principal, now: int) -> list[dict[str, Any]]:
-    """Unexpired tokens: all for the operator, a member's own otherwise. No token material."""
-    query = select(Token).where(Token.expires > now).order_by(Token.created, Token.jti)
+def _visible(caller: Principal, now: int) -> Select[Any]:
+    query = select(Token).where(Token.expires > now)
     if not caller.is_operator:
         query = query.where(or_(Token.subject == caller.id, Token.issued_by == caller.id))
+    return query
+
+
+async def listing(session: AsyncSession, caller: Principal, now: int) -> list[dict[str, Any]]:
+    """Unexpired tokens: all for the operator, a member's own otherwise. No token material."""
+    query = _visible(caller, now).order_by(Token.created, Token.jti)
     return [_view(row) for row in (await session.scalars(query)).all()]
+
+
+async def page(
+    session: AsyncSession, caller: Principal, now: int, *, offset: int, limit: int
+) -> tuple[list[dict[str, Any]], int]:
+    """One page of `listing`, newest first, and how many there are in all."""
+    visible = _visible(caller, now)
+    total = await session.scalar(select(func.count()).select_from(visible.subquery()))
+    query = visible.order_by(Token.created.desc(), Token.jti).offset(offset).limit(limit)
+    return [_view(row) for row in (await session.scalars(query)).all()], total or 0
 
 
 async def revoke(work: Change, caller: Principal, jti: str) -> dict[str, Any]:

@@ -22,13 +22,12 @@ DAY = 1440
 async def show(page: Page) -> Response:
     now, offset = page.center.store.now(), page.offset()
     async with page.center.store.read() as session:
-        listed = await tokens.listing(session, page.me, now)
+        listed, total = await tokens.page(session, page.me, now, offset=offset, limit=PAGE_SIZE)
         vaults = [] if page.me.is_operator else await nodes.visible_vaults(session, page.me)
-    listed.reverse()
     return page.render(
         "tokens.html",
-        tokens=listed[offset : offset + PAGE_SIZE],
-        total=len(listed),
+        tokens=listed,
+        total=total,
         offset=offset,
         size=PAGE_SIZE,
         scopes=SCOPES,
