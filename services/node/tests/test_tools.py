@@ -57,9 +57,9 @@ SPEC_TOOLS = {
 }
 
 
-def test_the_registry_holds_exactly_the_34_tools_of_the_spec() -> None:
-    assert len(TOOLS) == 34
-    assert set(REGISTRY) == SPEC_TOOLS
+def test_the_registry_holds_the_34_tools_of_the_spec_and_attachment_read() -> None:
+    assert len(TOOLS) == 35
+    assert set(REGISTRY) == SPEC_TOOLS | {"attachment_read"}
 
 
 @pytest.mark.parametrize("tool", TOOLS, ids=lambda t: t.name)
@@ -74,10 +74,13 @@ def test_every_tool_is_fully_declared(tool: tools.Tool) -> None:
     assert schema["additionalProperties"] is False
     for name, prop in schema["properties"].items():
         assert len(prop["description"]) >= 10, f"{tool.name}.{name}"
-    assert set(schema["required"]) <= set(schema["properties"])
+    assert set(schema.get("required", ())) <= set(schema["properties"])
+    for prop in schema["properties"].values():
+        assert isinstance(prop["type"], str), "one JSON type per parameter"
     assert ("vault" in schema["properties"]) == (tool.name not in ("vault_list", "vault_create"))
     jsonschema.Draft202012Validator.check_schema(listed["outputSchema"])
     assert listed["outputSchema"]["type"] == "object"
+    assert set(listed["outputSchema"]["properties"]) == set(tool.output.get("required", ()))
     hints = listed["annotations"]
     assert {k: type(v) for k, v in hints.items() if k != "title"} == {
         "readOnlyHint": bool,

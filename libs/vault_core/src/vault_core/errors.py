@@ -24,6 +24,7 @@ which call to make instead. No message ever contains an absolute host path.
     ├── NotAFileError                 invalid_path       (the path is a directory)
     ├── EncodingError                 invalid_argument   (not UTF-8)
     ├── AttachmentTypeError           invalid_argument
+    ├── UnreadableAttachmentError     unreadable         (a PDF or image that cannot be read)
     ├── VersioningOffError            versioning_off
     ├── DeadlineError                 timeout            (the call ran past its deadline)
     └── StorageError                  internal           (an OS error, translated)
@@ -219,6 +220,20 @@ class AttachmentTypeError(VaultError):
         self.path = path
 
 
+class UnreadableAttachmentError(VaultError):
+    """An attachment whose content cannot be read out (malformed, encrypted, too costly)."""
+
+    code = "unreadable"
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(
+            f"cannot read the content of {path}: {reason}; attachment_list still lists it, "
+            "and note_backlinks shows the notes that embed it"
+        )
+        self.path = path
+        self.reason = reason
+
+
 class VersioningOffError(VaultError):
     code = "versioning_off"
 
@@ -262,6 +277,7 @@ ERROR_CODES = frozenset(
         "too_large",
         "versioning_off",
         "timeout",
+        "unreadable",
         "internal",
     }
 )

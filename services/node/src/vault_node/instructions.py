@@ -16,6 +16,7 @@ READ_RULES = (
     "Search before you write: note_search first (ranked full text), vault_grep for exact "
     "strings or regular expressions.",
     "For a long note call note_outline first, then note_read with a heading.",
+    "A result cut to fit the size limit says so in `truncated` and `notice`; ask for less.",
 )
 WRITE_RULES = (
     "Read before you change, and pass the content_hash you read back with the change.",

@@ -1,6 +1,6 @@
 """The tool registry and the one dispatch every `tools/call` goes through.
 
-Each of the 34 tools is declared once (in read, write, capture, maint, history). Dispatch does,
+Each tool is declared once (in read, attachments, write, capture, maint, history). Dispatch does,
 for all of them: the permission check, argument checking, vault resolution, running
 the handler in a worker thread, error mapping to registry codes, blind answers for
 write-only callers, honest truncation and one audit line.
@@ -28,9 +28,9 @@ from vault_node.errors import (
     ToolError,
     UnknownVaultError,
 )
-from vault_node.tools import capture, history, maint, read, write
+from vault_node.tools import attachments, capture, history, maint, read, write
 from vault_node.tools.base import Call, Context, Param, Tool, check_arguments, suggest, text
-from vault_node.tools.shape import encode_bytes, fit, primary_count
+from vault_node.tools.shape import encode_bytes, fit, listed, primary_count
 
 log = structlog.get_logger("vault_node")
 
@@ -39,14 +39,18 @@ WORKERS = ThreadPoolExecutor(max_workers=40, thread_name_prefix="tool")
 executor: an anyio worker-thread hop costs about a tenth of a millisecond more
 per call (bench/bench_node.py measures the whole layer)."""
 
-TOOLS: tuple[Tool, ...] = (*read.TOOLS, *write.TOOLS, *capture.TOOLS, *maint.TOOLS, *history.TOOLS)
+TOOLS: tuple[Tool, ...] = (
+    *read.TOOLS,
+    *attachments.TOOLS,
+    *write.TOOLS,
+    *capture.TOOLS,
+    *maint.TOOLS,
+    *history.TOOLS,
+)
 REGISTRY: Mapping[str, Tool] = {tool.name: tool for tool in TOOLS}
 BLIND = tuple(tool.name for tool in TOOLS if tool.kind == "add")
 """What a write-only caller may call: the tools that add without looking (docs/security.md)."""
-VAULT_PARAM = text(
-    "The vault to work in (default: the node's default vault; vault_list shows "
-    "the vaults you can use)."
-)
+VAULT_PARAM = text("Vault name (see vault_list).")
 AUDITED_ARGS = ("path", "to", "from", "template", "revision", "name", "layout", "date", "dry_run")
 
 
@@ -57,23 +61,26 @@ def params_of(tool: Tool) -> dict[str, Param]:
 
 def input_schema(tool: Tool) -> dict[str, Any]:
     params = params_of(tool)
-    return {
+    schema: dict[str, Any] = {
         "type": "object",
         "properties": {name: param.schema() for name, param in params.items()},
-        "required": [name for name, param in params.items() if param.required],
         "additionalProperties": False,
     }
+    if required := [name for name, param in params.items() if param.required]:
+        schema["required"] = required
+    return schema
 
 
 def describe(tool: Tool) -> dict[str, Any]:
-    """The tool as `tools/list` shows it."""
+    """The tool as `tools/list` shows it. Lean: every byte is paid for in the model's context,
+    so the title is said once (not again in the annotations) and an empty list is left out."""
     return {
         "name": tool.name,
         "title": tool.title,
         "description": tool.description,
         "inputSchema": input_schema(tool),
-        "outputSchema": dict(tool.output),
-        "annotations": {"title": tool.title, **tool.hints.annotations()},
+        "outputSchema": listed(tool.output),
+        "annotations": tool.hints.annotations(),
     }
 
 
@@ -107,7 +114,8 @@ async def call_tool(ctx: Context, name: str, arguments: Mapping[str, Any]) -> di
         raise
     audit = _Audit(tool, ctx)
     try:
-        result = _success(await _execute(tool, ctx, arguments, audit), ctx, audit)
+        payload, blocks = await _execute(tool, ctx, arguments, audit)
+        result = _success(payload, ctx, audit, blocks)
     except (InsufficientPermissionError, AuthFailure) as exc:
         audit.emit(error=getattr(exc, "code", "unauthorized"))
         raise
@@ -143,7 +151,8 @@ def _refusal(tool: Tool, exc: InsufficientScopeError) -> InsufficientPermissionE
 
 async def _execute(
     tool: Tool, ctx: Context, raw: Mapping[str, Any], audit: _Audit
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The handler's result and the content blocks it adds after the text (an image)."""
     args, problems = check_arguments(params_of(tool), raw)
     audit.arguments(args)
     if problems:
@@ -155,13 +164,14 @@ async def _execute(
     # A thread cannot be killed: the handler's reads look at this deadline and stop there.
     limit = deadline.Limit(ctx.config.seconds("tool_timeout"))
     try:
-        return await asyncio.get_running_loop().run_in_executor(
+        payload = await asyncio.get_running_loop().run_in_executor(
             WORKERS, limit.run, tool.handler, call
         )
     except InsufficientScopeError as exc:
         raise _refusal(tool, exc) from exc
     except TokenError as exc:
         raise AuthFailure(exc.reason) from exc
+    return payload, call.content
 
 
 def _vault(ctx: Context, name: str | None) -> OpenVault:
@@ -175,7 +185,9 @@ def _vault(ctx: Context, name: str | None) -> OpenVault:
         raise UnknownVaultError(name) from exc
 
 
-def _success(payload: dict[str, Any], ctx: Context, audit: _Audit) -> dict[str, Any]:
+def _success(
+    payload: dict[str, Any], ctx: Context, audit: _Audit, blocks: list[dict[str, Any]]
+) -> dict[str, Any]:
     if not ctx.sees_content:  # blind: only what follows from the call itself
         payload = {key: payload[key] for key in audit.tool.blind if key in payload}
     body = encode_bytes(payload)
@@ -184,7 +196,7 @@ def _success(payload: dict[str, Any], ctx: Context, audit: _Audit) -> dict[str, 
         body = encode_bytes(payload)
     audit.results(primary_count(payload), len(body), truncated)
     return {
-        "content": [{"type": "text", "text": body.decode("utf-8", "surrogatepass")}],
+        "content": [{"type": "text", "text": body.decode("utf-8", "surrogatepass")}, *blocks],
         "structuredContent": payload,
         "isError": False,
     }

@@ -65,14 +65,14 @@ class Param:
 
     def schema(self) -> dict[str, Any]:
         found: dict[str, Any] = {"description": self.description}
-        if self.kind == "list":
-            found["type"] = ["array", "string"]
+        if self.kind == "list":  # one JSON type per parameter: single-type clients reject unions
+            found["type"] = "array"
             found["items"] = {"type": "string"}
         else:
             found["type"] = _JSON_TYPE[self.kind]
         if self.choices:
             found["enum"] = list(self.choices)
-        if self.default is not None:
+        if self.default is not None and self.default is not False:  # a flag is off unless set
             found["default"] = self.default
         return found
 
@@ -249,6 +249,8 @@ class Call:
     context: Context
     opened: OpenVault | None = None
     touched: dict[str, Any] = field(default_factory=dict)  # extra audit fields (never content)
+    content: list[dict[str, Any]] = field(default_factory=list)
+    """Content blocks sent after the result's text block (an image a tool shows)."""
 
     @property
     def vault(self) -> Vault:

@@ -203,12 +203,11 @@ TOOLS = [
         {
             "date": text("The day as YYYY-MM-DD (default today)."),
             "append": text(
-                "Markdown to add; omit to just read the note (that needs the read permission).",
+                "Markdown to add; omit to read the note (needs read).",
                 trim=False,
             ),
             "heading": text(
-                "Heading to add under (default the current time, HH:MM); an "
-                "existing section with that heading is extended."
+                "Heading to add under (default: the time, HH:MM); an existing one is extended."
             ),
             "dry_run": flag(DRY, False),
         },
@@ -229,9 +228,9 @@ TOOLS = [
         "gets lost.",
         {
             "text": text("What to capture (Markdown).", required=True, trim=False),
-            "title": text("Title (default: the first line, cut to 60 characters)."),
+            "title": text("Title (default: the first line, up to 60 characters)."),
             "tags": strings("Tags besides inbox, which is always added."),
-            "source": text("Where it came from (a URL, a conversation), kept in the frontmatter."),
+            "source": text("Where it came from (a URL, a chat), kept in the frontmatter."),
         },
         write_schema(),
         "add",
@@ -250,7 +249,7 @@ TOOLS = [
                 "(default six days before `to`)."
             ),
             "to": text("Last day: YYYY-MM-DD or today (default today)."),
-            "empty": flag("Also list days without a note (default false).", False),
+            "empty": flag("Also list days without a note.", False),
         },
         result_schema(
             {

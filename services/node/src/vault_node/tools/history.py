@@ -16,7 +16,7 @@ from vault_node.tools.base import text as text_param
 from vault_node.tools.common import any_path
 from vault_node.tools.shape import STR, arr, obj, result_schema, write_schema
 
-PATH = "Vault-relative path of the note, e.g. wiki/rate-limiting.md (.md may be left out)."
+PATH = "Note path in the vault, e.g. wiki/rate-limiting.md (.md optional)."
 
 
 def note_history(call: Call) -> dict[str, Any]:
@@ -79,7 +79,7 @@ TOOLS = [
         {
             "path": text_param(PATH, required=True),
             "limit": integer(
-                "How many revisions (default 20; values <= 0 or > 100 mean 20).", 20, reset=(1, 100)
+                "How many revisions (1-100, else 20).", 20, reset=(1, 100)
             ),
         },
         result_schema({"vault": STR, "path": STR, "revisions": arr(REVISION)}),
@@ -96,7 +96,7 @@ TOOLS = [
         {
             "path": text_param(PATH, required=True),
             "from": text_param(
-                "Older revision id from note_history (default: the previous revision of this note)."
+                "Older revision id from note_history (default: the previous one)."
             ),
             "to": text_param("Newer revision id (default: the file as it is now)."),
         },
@@ -116,7 +116,7 @@ TOOLS = [
             "revision": text_param(
                 "Revision id from note_history (at least 4 hex characters).", required=True
             ),
-            "dry_run": flag("Show the diff without writing (default false).", False),
+            "dry_run": flag("Show the diff without writing.", False),
         },
         write_schema({"restored_from": STR}),
         "write",

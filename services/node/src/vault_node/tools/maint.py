@@ -398,8 +398,8 @@ def vault_review(call: Call) -> dict[str, Any]:
     }
 
 
-PATH = "Vault-relative path of the note, e.g. wiki/rate-limiting.md (.md may be left out)."
-DRY_TRUE = "Only show what would change (default true); pass false to write."
+PATH = "Note path in the vault, e.g. wiki/rate-limiting.md (.md optional)."
+DRY_TRUE = "Only show the changes (default); pass false to write."
 UPDATE_ROW = obj({"path": STR, "from": STR, "to": STR, "count": INT}, {"error": STR})
 NOTE_SCHEMA_REVIEW = obj({"path": STR, "title": STR, "reason": STR, "detail": STR})
 MOVE = Hints(read_only=False, destructive=True, idempotent=False)
@@ -413,16 +413,15 @@ TOOLS = [
         {
             "path": text(PATH, required=True),
             "to": text(
-                "The new vault-relative path, e.g. wiki/archive/old-plan.md.", required=True
+                "New path, e.g. wiki/archive/old-plan.md.", required=True
             ),
-            "update_links": flag("Rewrite links in other notes (default true).", True),
+            "update_links": flag("Rewrite links in other notes.", True),
             "overwrite": flag(
-                "Replace a note already at `to` (needs the delete permission; it "
-                "goes to the trash). Default false.",
+                "Replace a note at `to` (needs delete; it goes to the trash).",
                 False,
             ),
             "dry_run": flag(
-                "Show the move and the link updates without writing (default false).", False
+                "Show the move and link updates without writing.", False
             ),
         },
         result_schema(
@@ -443,7 +442,7 @@ TOOLS = [
             "path": text("The note that stays, e.g. wiki/rate-limiting.md.", required=True),
             "from": text("The note that is merged in and then deleted.", required=True),
             "heading": text("Heading for the merged text (default: the title of `from`)."),
-            "dry_run": flag("Show the result without writing (default false).", False),
+            "dry_run": flag("Show the result without writing.", False),
         },
         write_schema({"merged_from": STR, "backlinks_to_source": INT, "links_updated": INT}),
         "delete",
@@ -459,10 +458,10 @@ TOOLS = [
         {
             "path": text(PATH, required=True),
             "level": integer(
-                "Heading level to split at (default 2, clamped to 1-6).", 2, clamp=(1, 6)
+                "Heading level to split at (1-6).", 2, clamp=(1, 6)
             ),
             "dir": text("Folder for the new notes (default: the folder of the note)."),
-            "dry_run": flag("Only list the notes that would be created (default false).", False),
+            "dry_run": flag("Only list the notes it would create.", False),
         },
         result_schema(
             {"vault": STR, "path": STR},
@@ -507,9 +506,8 @@ TOOLS = [
         "vault_replace",
         "Replace across notes",
         "Find and replace text in every note under a folder (frontmatter included), literally "
-        "or with a regular expression ($1 refers to groups). Plans every change first and "
-        "refuses, writing nothing, when more notes than `limit` would change. Runs as a dry "
-        "run unless you pass dry_run: false — review the diffs first.",
+        "or by regular expression. Writes nothing when more than `limit` notes would change. "
+        "A dry run unless you pass dry_run: false — review the diffs first.",
         {
             "pattern": text(
                 "Text to find (or a regular expression when regex is true).", required=True
@@ -517,10 +515,10 @@ TOOLS = [
             "replace": text(
                 "Replacement; with regex, $1 or ${name} insert groups.", required=True, trim=False
             ),
-            "regex": flag("Treat pattern as a regular expression (default false).", False),
+            "regex": flag("Treat pattern as a regular expression.", False),
             "prefix": text("Only notes under this folder (default: the whole vault)."),
             "limit": integer(
-                "Refuse when more notes than this would change (default 50, clamped to 1-500).",
+                "Refuse when more notes than this would change (1-500).",
                 50,
                 clamp=(1, 500),
             ),
@@ -548,17 +546,16 @@ TOOLS = [
     Tool(
         "vault_review",
         "Review a vault",
-        "A maintenance to-do list: stubs (tiny notes), orphans (no links in or out), broken "
-        "links, stale notes, open tasks and skipped files (the node cannot read or index "
-        "them; reason is a code, detail the fix), each with the notes concerned. Use it to "
-        "decide what to merge, link, update or finish.",
+        "A maintenance to-do list: stubs, orphans (no links in or out), broken links, stale "
+        "notes, open tasks and files the node skips (reason code, detail says the fix). Use it "
+        "to decide what to merge, link, update or finish.",
         {
             "stale_after": text(
-                "Age after which a note counts as stale, as a span: 365d (default), 12w, 6m, 1y.",
+                "Age after which a note is stale, as a span: 365d, 12w, 6m, 1y.",
                 default="365d",
             ),
             "limit": integer(
-                "Items per category (default 15, clamped to 1-100).", 15, clamp=(1, 100)
+                "Items per category (1-100).", 15, clamp=(1, 100)
             ),
             "only": choice("Just one category.", queries.REVIEW_CATEGORIES),
         },

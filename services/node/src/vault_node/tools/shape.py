@@ -60,6 +60,27 @@ def write_schema(extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     return result_schema(WRITE_FIELDS, {**WRITE_OPTIONAL, **(extra or {})})
 
 
+def listed(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool's outputSchema as `tools/list` sends it: the members every result carries, each
+    with its JSON type (a list with its items' type unless they are objects). Members present
+    only sometimes and what nested objects hold are left to the result itself and
+    docs/reference/tools.md: spelled out, they were a third of the list, paid for by every
+    client in every session. The schema stays open, so every full result satisfies it."""
+    members = {name: _outline(schema["properties"][name]) for name in schema.get("required", ())}
+    return {"type": "object", "properties": members}
+
+
+def _outline(member: Mapping[str, Any]) -> dict[str, Any]:
+    """A member's type; a list keeps its items' type unless they are objects (said by the
+    result itself)."""
+    if member.get("type") != "array":
+        return {"type": member["type"]} if "type" in member else dict(member)
+    items = member.get("items", {})
+    if items.get("type") in ("string", "integer", "number", "boolean"):
+        return {"type": "array", "items": {"type": items["type"]}}
+    return {"type": "array"}
+
+
 def encode_bytes(value: Any) -> bytes:
     """The indented UTF-8 JSON of the text content: orjson writes exactly what
     `json.dumps(indent=2, ensure_ascii=False)` writes, twenty times faster. What orjson

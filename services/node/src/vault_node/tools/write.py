@@ -32,9 +32,9 @@ from vault_node.tools.base import Call, Hints, Tool, choice, flag, integer, mapp
 from vault_node.tools.common import FRONTMATTER
 from vault_node.tools.shape import BOOL, INT, STR, STRS, result_schema, write_schema
 
-PATH = "Vault-relative path of the note, e.g. wiki/rate-limiting.md (.md may be left out)."
-HASH = "The content_hash from note_read; the change is refused if the note changed since."
-DRY = "Show what would change (with a diff) without writing anything (default false)."
+PATH = "Note path in the vault, e.g. wiki/rate-limiting.md (.md optional)."
+HASH = "content_hash from note_read; refused if the note changed since."
+DRY = "Show the change as a diff without writing."
 TAKEN = "search first: read it with note_read and extend it, or pass overwrite to replace it"
 
 
@@ -359,15 +359,14 @@ TOOLS = [
         "from a related one afterwards.",
         {
             "path": text(PATH, required=True),
-            "title": text("Title for the frontmatter (default: the file name without .md)."),
+            "title": text("Title (default: the file name)."),
             "content": text(
-                "Markdown body; may start with its own frontmatter block (default: '# <title>').",
+                "Markdown body, may open with frontmatter (default: '# <title>').",
                 trim=False,
             ),
             "tags": strings('Tags for the frontmatter, e.g. ["project", "ops"].'),
             "overwrite": flag(
-                "Replace an existing note (needs the delete permission; the old "
-                "text goes to the trash). Default false.",
+                "Replace an existing note (needs delete; the old text goes to the trash).",
                 False,
             ),
             "dry_run": flag(DRY, False),
@@ -393,8 +392,7 @@ TOOLS = [
                 hint="call note_read first and pass the content_hash it returns",
             ),
             "keep_frontmatter": flag(
-                "Keep the existing frontmatter block (default true); false "
-                "writes exactly `content`.",
+                "Keep the existing frontmatter; false writes exactly `content`.",
                 True,
             ),
             "dry_run": flag(DRY, False),
@@ -420,7 +418,7 @@ TOOLS = [
             "new_string": text(
                 "The replacement text (empty to delete).", required=True, trim=False
             ),
-            "replace_all": flag("Replace every occurrence (default false: exactly one).", False),
+            "replace_all": flag("Replace every occurrence, not exactly one.", False),
             "content_hash": text(HASH),
             "dry_run": flag(DRY, False),
         },
@@ -439,7 +437,7 @@ TOOLS = [
         {
             "path": text(PATH, required=True),
             "mode": choice(
-                "What to do: " + ", ".join(sections.MODES) + ".", sections.MODES, required=True
+                "What to do with the section (or the whole note).", sections.MODES, required=True
             ),
             "heading": text(
                 "Heading of the section (not needed for append_to_note and "
@@ -448,7 +446,7 @@ TOOLS = [
             "content": text(
                 "Markdown to add or put in place (not needed for delete_section).", trim=False
             ),
-            "create": flag("Create the note (and heading) if missing (default false).", False),
+            "create": flag("Create the note (and heading) if missing.", False),
             "content_hash": text(HASH),
             "dry_run": flag(DRY, False),
         },
@@ -503,7 +501,7 @@ TOOLS = [
             "path": text(PATH, required=True),
             "line": integer("Line number of the task in the file, from task_list."),
             "text": text("The task's exact text (instead of line)."),
-            "done": flag("true to check (default), false to uncheck.", True),
+            "done": flag("true to check, false to uncheck.", True),
             "dry_run": flag(DRY, False),
         },
         write_schema({"task": STR, "done": BOOL}),
@@ -514,17 +512,16 @@ TOOLS = [
     Tool(
         "attachment_put",
         "Store an attachment",
-        "Store a binary file (image, PDF, audio, CSV, …; up to 32 MiB) in the vault from "
-        "base64 and get Markdown to embed it. Allowed extensions: .png .jpg .jpeg .gif .webp "
-        ".svg .pdf .txt .csv .json .yaml .yml .mp3 .m4a .wav.",
+        "Store a file (image, PDF, audio, CSV, …; up to 32 MiB) from base64 and get Markdown "
+        "to embed it. Extensions: png jpg jpeg gif webp svg pdf txt csv json yaml yml mp3 "
+        "m4a wav.",
         {
             "path": text(
-                "Vault-relative path with extension, e.g. attachments/diagram.png.", required=True
+                "Path with extension, e.g. attachments/diagram.png.", required=True
             ),
-            "data": text("The file's bytes as base64 (standard alphabet).", required=True),
+            "data": text("The file as base64.", required=True),
             "overwrite": flag(
-                "Replace an existing file (needs the delete permission; the old "
-                "file goes to the trash). Default false.",
+                "Replace an existing file (needs delete; the old one goes to the trash).",
                 False,
             ),
         },
@@ -542,11 +539,11 @@ TOOLS = [
         "only by the operator, never by a tool.",
         {
             "name": text(
-                "Vault name: 1-64 of a-z, 0-9, _ and -, starting with a letter or digit.",
+                "Vault name: 1-64 of a-z, 0-9, _, -; first a letter or digit.",
                 required=True,
             ),
             "layout": choice(
-                "Folder layout: wiki-raw (default), zettelkasten, para or empty.",
+                "Folder layout.",
                 tuple(layouts.LAYOUTS),
                 "wiki-raw",
             ),
