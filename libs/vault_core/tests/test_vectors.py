@@ -161,3 +161,15 @@ def test_a_write_never_waits_for_the_model(
     assert model.released
     assert all(model.released)
     assert vectors.progress().embedded == 4
+
+
+def test_similar_notes_are_found_from_a_notes_own_vectors(
+    opened: Callable[..., tuple[Index, VectorStore]],
+) -> None:
+    notes = {**NOTES, "links/graph.md": "# Graph view\n\nSee how notes link to each other.\n"}
+    _, vectors = opened(notes)
+    wait(vectors.ready)
+    similar = vectors.similar("links/backlinks.md", 3)
+    assert "links/backlinks.md" not in [m.path for m in similar]
+    assert similar[0].path == "links/graph.md"
+    assert vectors.similar("no/such.md", 3) == []

@@ -52,3 +52,17 @@ async def test_without_embedding_search_is_by_words_and_semantic_is_refused_clea
     assert code == "invalid_argument"
     assert "embedding: off" in message
     assert "embedding" not in await node.ok("vault_stats")
+
+
+async def test_note_related_counts_closeness_in_meaning(start_node: NodeFactory) -> None:
+    files: dict[str, str | bytes] = {
+        "a.md": "# Retry\n\nRetry failed requests with exponential backoff and jitter.\n",
+        "b.md": "# Backoff\n\nWait longer after each failure before trying the call again.\n",
+        "c.md": "# Recipes\n\nA cake needs flour, eggs and sugar.\n",
+    }
+    node = await start_node(files, embedding="bundled")
+    await ready(node)
+    related = (await node.ok("note_related", {"path": "a"}))["related"]
+    assert related[0]["path"] == "b.md"
+    plain = await start_node(files)
+    assert (await plain.ok("note_related", {"path": "a"}))["related"] == []

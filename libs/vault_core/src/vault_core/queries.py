@@ -8,6 +8,7 @@ note from disk.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,9 +98,19 @@ class Related:
     bytes: int
 
 
-def related(index: Index, path: str, limit: int = 10) -> list[Related]:
-    """Spec §10.6: rare shared tags 6.0, links out 3.0, links in 3.0, co-citation 1.5."""
+MEANING_WEIGHT = 4.0
+"""A note as close in meaning as can be (cosine 1) counts as much as a link and a bit more."""
+
+
+def related(
+    index: Index, path: str, limit: int = 10, similar: Sequence[tuple[str, float]] = ()
+) -> list[Related]:
+    """Spec §10.6: rare shared tags 6.0, links out 3.0, links in 3.0, co-citation 1.5 — and,
+    where the vault has vectors, closeness in meaning (`similar`: path and cosine), 4.0."""
     scores: defaultdict[str, float] = defaultdict(float)
+    for other, cosine in similar:
+        if other != path and cosine > 0:
+            scores[other] += MEANING_WEIGHT * cosine
     with index.querying() as conn:
         for other, weight in conn.execute(
             "SELECT t2.path, 1.0 / (SELECT count(DISTINCT t3.path) FROM tags t3"

@@ -159,6 +159,26 @@ class VectorStore:
                 best[path] = Match(path, heading, round(score, 4))
         return list(best.values())[:limit]
 
+    def similar(self, path: str, limit: int) -> list[Match]:
+        """The notes closest in meaning to the note at `path` (itself left out); none if
+        it has no vectors yet."""
+        with self._lock:
+            rows = self._table.rows_of.get(path, [])
+            if not rows:
+                return []
+            centre = self._table.data[rows].astype(np.float32).mean(axis=0)
+        norm = float(np.linalg.norm(centre))
+        if norm == 0:
+            return []
+        with self._lock:
+            found = self._table.nearest(centre / norm, (limit + 1) * 3)
+            meta = [(self._table.meta[row], score) for row, score in found]
+        best: dict[str, Match] = {}
+        for (other, heading), score in sorted(meta, key=lambda item: -item[1]):
+            if other != path and other not in best:
+                best[other] = Match(other, heading, round(score, 4))
+        return list(best.values())[:limit]
+
     # ------------------------------------------------------------------ the worker
 
     def _run(self) -> None:

@@ -258,7 +258,11 @@ def note_backlinks(call: Call) -> dict[str, Any]:
 def note_related(call: Call) -> dict[str, Any]:
     assert call.opened is not None
     note = call.vault.read_note(call.args["path"])
-    related = queries.related(call.opened.index, note.path, call.args["limit"])
+    vectors = call.opened.vectors
+    near = vectors.similar(note.path, 50) if vectors is not None else []
+    related = queries.related(
+        call.opened.index, note.path, call.args["limit"], [(m.path, m.score) for m in near]
+    )
     return {"vault": call.vault.name, "path": note.path, "related": [vars(r) for r in related]}
 
 
@@ -530,8 +534,9 @@ TOOLS = [
     Tool(
         "note_related",
         "Related notes",
-        "Notes related to this one by rare shared tags, direct links and shared link targets, "
-        "best first. Use it to find what to link from a note or what to read next.",
+        "Notes related to this one by rare shared tags, direct links, shared link targets "
+        "and closeness in meaning, best first. Use it to find what to link from a note or "
+        "what to read next.",
         {
             "path": text(PATH, required=True),
             "limit": integer(
