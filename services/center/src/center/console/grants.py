@@ -41,7 +41,7 @@ async def confirm(page: Page) -> Response:
         below = await grants.descendants(session, [row.id], now)
     return page.render(
         "confirm.html",
-        title=f"Revoke grant {grant_id}?",
+        title=f"Revoke grant {grant_id[:8]}…?",
         what=f"{row.grantee} holds {row.scope} in {row.vault} through it. Revoking it "
         "revokes every grant delegated under it too:",
         action=f"{PREFIX}/grants/{grant_id}/revoke",
