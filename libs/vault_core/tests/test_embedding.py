@@ -7,7 +7,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
+from onnx import TensorProto, helper, numpy_helper
+from tokenizers import Tokenizer, models, pre_tokenizers
 
 from vault_core import embedding
 from vault_core.errors import InvalidArgumentError
@@ -53,3 +56,41 @@ def test_an_unknown_embedding_setting_and_a_bad_onnx_folder_are_refused(tmp_path
         embedding.load("gpt")
     with pytest.raises(InvalidArgumentError, match="onnx"):
         embedding.load(f"onnx:{tmp_path}")
+
+
+def tiny_onnx_model(folder: Path) -> Path:
+    """A real ONNX sentence model in miniature: a word-level tokenizer and one Gather of an
+    embedding table, so "cat" and "kitten" point one way and "car" another."""
+    folder.mkdir()
+
+    vocab = {"[PAD]": 0, "[UNK]": 1, "cat": 2, "kitten": 3, "car": 4, "truck": 5}
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.save(str(folder / "tokenizer.json"))
+    table = np.zeros((len(vocab), 4), dtype=np.float32)
+    table[2], table[3] = [1, 0.1, 0, 0], [0.9, 0.2, 0, 0]
+    table[4], table[5] = [0, 0, 1, 0.1], [0, 0, 0.9, 0.3]
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["table", "input_ids"], ["last_hidden_state"])],
+        "tiny",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"]),
+         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "seq"])],
+        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT,
+                                       ["batch", "seq", 4])],
+        [numpy_helper.from_array(table, "table")],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(folder / "model.onnx"))
+    return folder
+
+
+def test_a_local_onnx_model_can_take_the_bundled_ones_place(tmp_path: Path) -> None:
+    folder = tiny_onnx_model(tmp_path / "tiny-model")
+    model = embedding.load(f"onnx:{folder}")
+    assert model is not None
+    assert model.name == "onnx-tiny-model"
+    assert model.dimensions == 4
+    cat, kitten, car = model.embed(["cat", "kitten kitten", "car truck"])
+    assert float(cat @ kitten) > 0.9 > float(cat @ car)
+    assert np.allclose(np.linalg.norm(model.embed(["cat car", "[PAD]"]), axis=1)[0], 1.0)
