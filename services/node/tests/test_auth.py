@@ -240,12 +240,12 @@ async def test_a_forbidden_call_inside_a_batch_is_an_error_object(node: Harness)
 @pytest.mark.parametrize(
     ("scope", "role", "expected"),
     [
-        ("read", "reader", 34 - len(WRITE_TOOLS) - len(DELETE_TOOLS) - 1),
+        ("read", "reader", 35 - len(WRITE_TOOLS) - len(DELETE_TOOLS) - 1),
         ("write", "editor", len(ADDING_TOOLS)),
-        ("read write", "editor", 34 - len(DELETE_TOOLS) - 1),
-        ("read write delete", "admin", 33),
-        ("read write delete manage", "owner", 34),
-        ("read write delete manage", "reader", 34 - len(WRITE_TOOLS) - len(DELETE_TOOLS) - 1),
+        ("read write", "editor", 35 - len(DELETE_TOOLS) - 1),
+        ("read write delete", "admin", 34),
+        ("read write delete manage", "owner", 35),
+        ("read write delete manage", "reader", 35 - len(WRITE_TOOLS) - len(DELETE_TOOLS) - 1),
     ],
 )
 async def test_tools_list_shows_exactly_the_permitted_tools(
