@@ -26,16 +26,18 @@ from vault_core import embedding
 model = embedding.load("bundled")
 vectors = model.embed(["backlinks show which notes link here", "Rückverweise"])
 print(model.name, vectors.shape[1], round(float((vectors ** 2).sum(axis=1)[0]), 3))
+import logging  # wordllama's import must not leave a plain-text root handler behind
+print(len(logging.getLogger().handlers), logging.getLevelName(logging.getLogger().level))
 """
 
 
-def test_the_bundled_model_loads_and_embeds_with_the_network_off() -> None:
+def test_the_bundled_model_loads_and_embeds_with_the_network_off_and_logs_nothing() -> None:
     ran = subprocess.run(
         [sys.executable, "-c", OFFLINE], capture_output=True, text=True, timeout=120, check=False,
         env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr[-2000:]
-    assert ran.stdout.split() == ["wordllama-l2_supercat-256", "256", "1.0"]
+    assert ran.stdout.split() == ["wordllama-l2_supercat-256", "256", "1.0", "0", "WARNING"]
 
 
 def test_similar_texts_are_closer_than_unrelated_ones() -> None:

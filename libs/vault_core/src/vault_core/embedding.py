@@ -9,6 +9,7 @@ operator's choice. Every vector comes back L2-normalised, as float32.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -51,13 +52,11 @@ class WordLlamaEmbedder:
     dimensions: int = 256
 
     def __post_init__(self) -> None:
-        import wordllama  # noqa: PLC0415 — loaded only where embedding is on
-        from wordllama import WordLlama  # noqa: PLC0415
-
+        wordllama = _quietly_import_wordllama()
         package = Path(wordllama.__file__).parent
         # The wheel carries weights/ and tokenizers/; with the package as cache_dir the
         # loader finds both there, and disable_download keeps it from ever asking a hub.
-        self._model = WordLlama.load(
+        self._model = wordllama.WordLlama.load(
             "l2_supercat", cache_dir=package, dim=self.dimensions, disable_download=True
         )
         self._lock = threading.Lock()  # the tokenizer is shared: one batch at a time
@@ -67,6 +66,20 @@ class WordLlamaEmbedder:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         with self._lock:
             return normalised(self._model.embed(list(texts)))
+
+
+def _quietly_import_wordllama() -> Any:
+    """wordllama calls logging.basicConfig(level=INFO) when imported, which would print every
+    library's INFO lines as plain text beside the node's JSON log: undo that at once."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    import wordllama  # noqa: PLC0415 — loaded only where embedding is on
+
+    for handler in root.handlers[:]:
+        if handler not in handlers:
+            root.removeHandler(handler)
+    root.setLevel(level)
+    return wordllama
 
 
 @dataclass

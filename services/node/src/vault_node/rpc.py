@@ -19,7 +19,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from vault_node import instructions, tools
+from vault_node import instructions, prompts, resources, tools
 from vault_node.auth import AuthFailure, authenticate, forbidden, unauthorized
 from vault_node.config import NodeConfig
 from vault_node.errors import (
@@ -332,6 +332,16 @@ async def dispatch(ctx: Context, method: str, params: Any) -> dict[str, Any]:
                 'tools/call needs params {"name": string, "arguments": object}',
             )
         return await tools.call_tool(ctx, params["name"], params.get("arguments") or {})
+    if method == "resources/list":
+        return await resources.listing(ctx, params)
+    if method == "resources/read":
+        return await resources.read(ctx, params)
+    if method == "resources/templates/list":
+        return {"resourceTemplates": resources.TEMPLATES if ctx.sees_content else []}
+    if method == "prompts/list":
+        return prompts.listing(ctx)
+    if method == "prompts/get":
+        return await prompts.get(ctx, params)
     if method in NOTIFICATIONS:
         return {}
     raise ProtocolError(METHOD_NOT_FOUND, "method_not_found", f"unknown method: {method[:80]}")
@@ -343,7 +353,12 @@ def initialize(ctx: Context, params: Any) -> dict[str, Any]:
     chosen = asked if asked in SUPPORTED_VERSIONS else SUPPORTED_VERSIONS[0]
     return {
         "protocolVersion": chosen,
-        "capabilities": {"tools": {"listChanged": False}},
+        # Stateless: no lists that change under a client, no subscriptions (no stream to send on).
+        "capabilities": {
+            "tools": {"listChanged": False},
+            "resources": {"subscribe": False, "listChanged": False},
+            "prompts": {"listChanged": False},
+        },
         "serverInfo": {"name": "secondbrain", "version": VERSION},
         "instructions": instructions.compose(ctx),
     }
