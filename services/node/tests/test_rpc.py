@@ -39,7 +39,11 @@ async def test_initialize_echoes_a_supported_version(node: Harness, offered: str
     result = reply["result"]
     assert result["protocolVersion"] == offered
     assert result["serverInfo"]["name"] == "secondbrain"
-    assert result["capabilities"] == {"tools": {"listChanged": False}}
+    assert result["capabilities"] == {
+        "tools": {"listChanged": False},
+        "resources": {"subscribe": False, "listChanged": False},
+        "prompts": {"listChanged": False},
+    }
 
 
 @pytest.mark.parametrize("offered", ["2024-11-05", "2026-07-28", "1999-01-01", None])
@@ -164,7 +168,7 @@ async def test_a_body_that_is_no_message_is_an_invalid_request(node: Harness, bo
 
 
 async def test_an_unknown_method_is_method_not_found(node: Harness) -> None:
-    reply = await node.rpc("resources/list")
+    reply = await node.rpc("logging/setLevel", {"level": "debug"})
     assert error_of(reply) == (-32601, "method_not_found")
 
 

@@ -1,0 +1,189 @@
+"""Notes and attachments as MCP resources, named `secondbrain://VAULT/PATH` (path segments
+percent-encoded), under the tools' rules: a token without `read` sees none and reads none,
+and a vault the token may not use does not exist for it.
+
+The node is stateless, so there are no subscriptions and no change notifications.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar
+from urllib.parse import quote, unquote, urlsplit
+
+import structlog
+
+from vault_core import NotFoundError, OpenVault, VaultError, deadline
+from vault_node.errors import INVALID_PARAMS, InsufficientPermissionError, ProtocolError
+from vault_node.tools import WORKERS
+from vault_node.tools.attachments import load, mime_of
+from vault_node.tools.base import Context
+
+log = structlog.get_logger("vault_node")
+
+SCHEME = "secondbrain"
+PAGE = 100
+NOT_FOUND = -32002  # the MCP spec's code for an unknown resource
+TEMPLATES = [
+    {
+        "uriTemplate": f"{SCHEME}://{{vault}}/{{+path}}",
+        "name": "note",
+        "title": "A note or attachment",
+        "description": "A note (text/markdown) or attachment in a vault, by its vault-relative "
+        "path, e.g. secondbrain://default/wiki/rate-limiting.md.",
+        "mimeType": "text/markdown",
+    }
+]
+T = TypeVar("T")
+
+
+def uri_of(vault: str, rel: str) -> str:
+    return f"{SCHEME}://{quote(vault, safe='')}/{quote(rel, safe='/')}"
+
+
+def parse_uri(uri: str) -> tuple[str, str]:
+    """(vault, vault-relative path) of a secondbrain URI; ProtocolError for anything else."""
+    parts = urlsplit(uri)
+    path = unquote(parts.path, errors="strict").lstrip("/")
+    if parts.scheme != SCHEME or not parts.netloc or not path or parts.query or parts.fragment:
+        raise ProtocolError(
+            INVALID_PARAMS,
+            "invalid_params",
+            f"not a note URI: {uri[:200]!r}; notes are {SCHEME}://VAULT/PATH "
+            "(resources/list shows them)",
+        )
+    return unquote(parts.netloc), path
+
+
+async def run(ctx: Context, work: Callable[..., T], *args: Any) -> T:
+    """Blocking work off the event loop, under the per-call deadline, like a tool handler."""
+    limit = deadline.Limit(ctx.config.seconds("tool_timeout"))
+    return await asyncio.get_running_loop().run_in_executor(WORKERS, limit.run, work, *args)
+
+
+def visible_vaults(ctx: Context) -> list[str]:
+    return sorted(name for name in ctx.library.names() if ctx.ticket.allows_vault(name))
+
+
+def opened(ctx: Context, vault: str) -> OpenVault | None:
+    if not ctx.ticket.allows_vault(vault):
+        return None
+    try:
+        return ctx.library.get(vault)
+    except NotFoundError:
+        return None
+
+
+async def listing(ctx: Context, params: Any) -> dict[str, Any]:
+    """`resources/list`: every note and attachment of the visible vaults, by vault then path,
+    PAGE at a time; `nextCursor` continues after the last one."""
+    if not ctx.sees_content:
+        return {"resources": []}  # blind: nothing of what is there
+    after = _cursor(params.get("cursor") if isinstance(params, dict) else None)
+    found = await run(ctx, _page, ctx, after)
+    result: dict[str, Any] = {"resources": found}
+    if len(found) == PAGE:
+        last = parse_uri(found[-1]["uri"])
+        result["nextCursor"] = _encode_cursor(last)
+    return result
+
+
+def _page(ctx: Context, after: tuple[str, str]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for vault in visible_vaults(ctx):
+        if vault < after[0] or (open_vault := opened(ctx, vault)) is None:
+            continue
+        start = after[1] if vault == after[0] else ""
+        with open_vault.index.querying() as conn:
+            rows = conn.execute(
+                "SELECT path, title, size, is_note FROM notes WHERE path > ? ORDER BY path LIMIT ?",
+                (start, PAGE - len(found)),
+            ).fetchall()
+        found += [_entry(vault, *row) for row in rows]
+        if len(found) == PAGE:
+            break
+    return found
+
+
+def _entry(vault: str, rel: str, title: str, size: int, is_note: int) -> dict[str, Any]:
+    return {
+        "uri": uri_of(vault, rel),
+        "name": rel,
+        "title": title or rel.rsplit("/", 1)[-1],
+        "mimeType": "text/markdown" if is_note else mime_of(rel),
+        "size": size,
+    }
+
+
+def _cursor(raw: Any) -> tuple[str, str]:
+    if raw is None:
+        return "", ""
+    try:
+        vault, rel = json.loads(base64.urlsafe_b64decode(str(raw).encode("ascii")))
+        if isinstance(vault, str) and isinstance(rel, str):
+            return vault, rel
+    except (ValueError, TypeError, binascii.Error, UnicodeError):
+        pass
+    raise ProtocolError(
+        INVALID_PARAMS, "invalid_params", "unknown cursor; pass the nextCursor of the last page"
+    )
+
+
+def _encode_cursor(last: tuple[str, str]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(list(last)).encode()).decode("ascii")
+
+
+async def read(ctx: Context, params: Any) -> dict[str, Any]:
+    """`resources/read`: a note as text/markdown (frontmatter included), an attachment as a
+    base64 blob of its MIME type, each within `max_response_bytes`."""
+    uri = params.get("uri") if isinstance(params, dict) else None
+    if not isinstance(uri, str):
+        raise ProtocolError(
+            INVALID_PARAMS, "invalid_params", 'resources/read needs {"uri": string}'
+        )
+    if not ctx.sees_content:
+        raise InsufficientPermissionError({"read"}, ctx.ticket.permissions, tool="resources/read")
+    vault, rel = parse_uri(uri)
+    open_vault = opened(ctx, vault)
+    if open_vault is None:
+        raise _unknown(uri)
+    try:
+        content = await run(ctx, _content, ctx, open_vault, rel, uri)
+    except NotFoundError as exc:
+        raise _unknown(uri) from exc
+    except VaultError as exc:
+        raise ProtocolError(INVALID_PARAMS, exc.code, exc.message) from exc
+    log.info("resource_read", vault=vault, path=content.pop("_path"), user=ctx.ticket.principal)
+    return {"contents": [content]}
+
+
+def _content(ctx: Context, open_vault: OpenVault, rel: str, uri: str) -> dict[str, Any]:
+    limit = ctx.config.max_response_bytes
+    if rel.lower().endswith(".md"):
+        note = open_vault.vault.read_note(rel)
+        _fits(note.path, note.size, limit, "note_outline, then note_read with a heading")
+        return {"uri": uri, "mimeType": "text/markdown", "text": note.text, "_path": note.path}
+    path, data, _ = load(open_vault.vault, rel)
+    _fits(path, len(data) * 4 // 3, limit, "attachment_read (images downscaled, PDF text)")
+    blob = base64.b64encode(data).decode("ascii")
+    return {"uri": uri, "mimeType": mime_of(path), "blob": blob, "_path": path}
+
+
+def _fits(path: str, size: int, limit: int, instead: str) -> None:
+    if size > limit:
+        raise ProtocolError(
+            INVALID_PARAMS,
+            "too_large",
+            f"{path} is {size} bytes as a resource, over this node's limit of {limit}; "
+            f"use {instead}",
+        )
+
+
+def _unknown(uri: str) -> ProtocolError:
+    return ProtocolError(
+        NOT_FOUND, "not_found", f"no such resource: {uri[:200]}; resources/list shows them"
+    )
