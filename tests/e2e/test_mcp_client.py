@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
-from mcp import Client, ClientSession
+from mcp import Client, ClientSession, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
 from ..deploy.conftest import call, mcp_session
@@ -160,6 +160,22 @@ async def test_a_read_only_token_lists_and_gets_only_read_tools(node_server: Nod
         assert "note_create" not in names
         found = await call(s, "note_search", {"query": "backoff"})
     assert found["total"] >= 1
+
+
+async def test_a_write_refused_for_a_read_token_tells_the_sdk_caller_what_to_ask_for(
+    node_server: NodeServer,
+) -> None:
+    async with connect(node_server, node_server.token("read", role="reader")) as s:
+        with pytest.raises(MCPError) as refused:
+            await s.call_tool("note_create", {"path": "e2e/refused", "content": "x\n"})
+    error = refused.value.error
+    assert error.code == -32001
+    assert error.message == (
+        "note_create needs the write permission, which your token does not hold (it has read);"
+        " ask for a grant with scope read_write"
+    )
+    assert error.data == {"code": "insufficient_scope", "status": 403, "scope": "write"}
+    assert "Server returned an error response" not in str(refused.value)
 
 
 async def test_a_dual_era_client_falls_back_to_the_handshake(node_server: NodeServer) -> None:

@@ -193,9 +193,11 @@ async def test_a_missing_permission_is_403_insufficient_scope(
     response = await node.post(call_message(tool, arguments), token=token)
     assert response.status_code == 403
     body = response.json()
-    assert body == {"error": "insufficient_scope", "status": 403, "scope": needed, **message(body)}
-    assert body["message"].startswith(f"{tool} needs the ")
-    assert "ask for a grant with scope" in body["message"]
+    data = {"code": "insufficient_scope", "status": 403, "scope": needed}
+    error = {"code": -32001, "data": data, **message(body["error"])}
+    assert body == {"jsonrpc": "2.0", "id": 7, "error": error}
+    assert body["error"]["message"].startswith(f"{tool} needs the ")
+    assert "ask for a grant with scope" in body["error"]["message"]
     challenge = response.headers["www-authenticate"]
     assert f'error="insufficient_scope", scope="{needed}"' in challenge
     assert "resource_metadata=" in challenge
@@ -216,7 +218,7 @@ async def test_an_overwrite_that_displaces_needs_the_delete_permission(
     token = node.token("read write", role="editor")
     response = await node.post(call_message(tool, arguments), token=token)
     assert response.status_code == 403
-    assert response.json()["scope"] == "delete read write"
+    assert response.json()["error"]["data"]["scope"] == "delete read write"
 
 
 async def test_an_overwrite_flag_on_a_new_path_needs_no_delete(node: Harness) -> None:

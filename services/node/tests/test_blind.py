@@ -107,11 +107,12 @@ async def test_every_other_tool_is_refused_naming_the_scope_it_needs(node: Harne
         assert 'error="insufficient_scope"' in challenge
         assert "read" in challenge.split('scope="', 1)[1].split('"', 1)[0].split(), tool.name
         body = response.json()
-        assert body["error"] == "insufficient_scope"
-        assert body["message"].startswith(f"{tool.name} needs the ")
-        assert "it has write" in body["message"]
-        assert "write-only token is blind" in body["message"]
-        assert "inbox_capture" in body["message"]
+        assert (body["id"], body["error"]["data"]["code"]) == (1, "insufficient_scope")
+        text = body["error"]["message"]
+        assert text.startswith(f"{tool.name} needs the ")
+        assert "it has write" in text
+        assert "write-only token is blind" in text
+        assert "inbox_capture" in text
 
 
 async def test_a_refusal_inside_a_batch_is_a_json_rpc_error_with_the_same_words(
@@ -140,7 +141,7 @@ async def test_daily_note_without_append_is_a_read(node: Harness) -> None:
         token=token,
     )  # fmt: skip
     assert response.status_code == 403
-    assert response.json()["message"].startswith("daily_note needs the read permission")
+    assert response.json()["error"]["message"].startswith("daily_note needs the read permission")
     appended = await node.ok("daily_note", {"date": "2026-01-01", "append": "x"}, token=token)
     assert set(appended) <= {"vault", "path", "date", "created", "existed", "dry_run"}
 

@@ -15,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 
 from tickets import Ticket, TokenError, Verifier
 from vault_node.config import NodeConfig
+from vault_node.errors import SERVER_ERROR as FORBIDDEN_RPC_CODE
 from vault_node.feed import KeySource
 
 __all__ = [
@@ -73,16 +74,26 @@ def unauthorized(config: NodeConfig) -> JSONResponse:
     )
 
 
-def forbidden(config: NodeConfig, needed: frozenset[str], message: str = "") -> JSONResponse:
-    """403 `insufficient_scope`, naming the permissions the call needs (and, in `message`,
-    the tool, what the token has and the scope to ask for)."""
+def forbidden(
+    config: NodeConfig, needed: frozenset[str], message: str = "", request_id: Any = None
+) -> JSONResponse:
+    """403 `insufficient_scope`, naming the permissions the call needs in the challenge
+    (what step-up clients read) and a JSON-RPC error as the body, whose message — the tool,
+    what the token has and the scope to ask for — is what an MCP client shows its caller
+    (the SDK surfaces a JSON-RPC error body at any status, and a stand-in otherwise)."""
     scope = " ".join(sorted(needed))
     challenge = (
         f'Bearer error="insufficient_scope", scope="{scope}", '
         f'resource_metadata="{config.metadata_url}"'
     )
+    data = {"code": "insufficient_scope", "status": 403, "scope": scope}
+    body = {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "error": {"code": FORBIDDEN_RPC_CODE, "message": message, "data": data},
+    }
     return JSONResponse(
-        {"error": "insufficient_scope", "status": 403, "scope": scope, "message": message},
+        body,
         status_code=403,
         headers={"WWW-Authenticate": challenge, "Cache-Control": "no-store"},
     )

@@ -46,7 +46,7 @@ PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
-SERVER_ERROR = -32001  # implementation-defined: a permission failure inside a batch
+SERVER_ERROR = -32001  # implementation-defined: a permission failure (the 403 body, a batch's)
 
 
 class NodeError(Exception):
@@ -97,6 +97,8 @@ class InsufficientPermissionError(NodeError):
     to a write-only caller it also names the few tools it may use (`blind`)."""
 
     code = "forbidden"
+    request_id: str | int | None = None
+    """The JSON-RPC id of the refused request, set where the request is answered."""
 
     def __init__(
         self,
@@ -128,4 +130,3 @@ class ConfigError(Exception):
     def __init__(self, problems: Iterable[str]) -> None:
         self.problems = list(problems)
         super().__init__("invalid configuration:\n  " + "\n  ".join(self.problems))
-

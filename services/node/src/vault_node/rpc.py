@@ -130,7 +130,7 @@ async def post_mcp(request: Request) -> Response:
         return unauthorized(config)
     except InsufficientPermissionError as exc:
         log.info("permission_denied", needed=sorted(exc.needed))
-        return forbidden(config, exc.needed, str(exc))
+        return forbidden(config, exc.needed, str(exc), exc.request_id)
     except Exception as exc:  # noqa: BLE001 — the HTTP boundary: one generic answer, logged
         log.error("request_failed", error_type=type(exc).__name__)  # noqa: TRY400
         return json_response(rpc_error(None, -32603, "internal", "internal error"), 500)
@@ -289,6 +289,8 @@ async def answer(ctx: Context, message: Any, in_batch: bool) -> dict[str, Any] |
         return rpc_error(ident, exc.rpc_code, exc.code, exc.message)
     except (InsufficientPermissionError, AuthFailure) as exc:
         if not in_batch:
+            if isinstance(exc, InsufficientPermissionError):
+                exc.request_id = ident  # the 403's JSON-RPC body answers this request
             raise
         code = "forbidden" if isinstance(exc, InsufficientPermissionError) else "unauthorized"
         return rpc_error(
