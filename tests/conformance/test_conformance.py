@@ -35,7 +35,7 @@ SPEC_VERSIONS = ("2025-06-18", "2025-11-25")  # vault_node.rpc.SUPPORTED_VERSION
 TIMEOUT = 240.0
 FAILED = {"FAILURE", "WARNING"}  # the runner counts a warning against the baseline too
 # What the node is for, so these must pass outright whatever the baseline says.
-CORE = {"server-initialize", "ping", "tools-list"}
+CORE = {"server-initialize", "ping", "tools-list", "resources-list", "prompts-list"}
 RESULT_DIR = re.compile(r"^server-(?P<scenario>.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$")
 
 

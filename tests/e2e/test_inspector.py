@@ -1,5 +1,6 @@
 """The node as the MCP Inspector CLI sees it: the pinned `@modelcontextprotocol/inspector`
-(tests/e2e/inspector) lists the tools and calls two over HTTP with a bearer token.
+(tests/e2e/inspector) lists the tools (strict, without a finding), calls two, and lists and
+reads resources and prompts over HTTP with a bearer token.
 
 A third-party client proves the wire format is not just what our own tests expect. The
 package is installed by `npm ci --prefix tests/e2e/inspector` (CI does it); without it the
@@ -30,7 +31,7 @@ TOOLS = {
     "note_delete", "note_from_template", "daily_note", "inbox_capture", "daily_range",
     "vault_review", "note_merge", "note_split", "task_list", "task_toggle", "tag_rename",
     "vault_replace", "attachment_list", "attachment_put", "note_history", "note_diff",
-    "note_restore",
+    "note_restore", "attachment_read",
 }  # fmt: skip
 
 
@@ -60,11 +61,17 @@ def run_cli(npx: str, url: str, home: Path, *args: str) -> subprocess.CompletedP
 
 def inspect(npx: str, server: NodeServer, home: Path, *args: str) -> dict[str, Any]:
     """The JSON result of a successful Inspector run with an all-scopes token."""
+    return envelope(npx, server, home, *args)["result"]  # type: ignore[no-any-return]
+
+
+def envelope(npx: str, server: NodeServer, home: Path, *args: str) -> dict[str, Any]:
+    """The whole JSON output of a successful run; a run with a warning on stderr fails."""
     header = f"Authorization: Bearer {server.token()}"
     done = run_cli(npx, server.url, home, "--header", header, *args)
     assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
-    result: dict[str, Any] = json.loads(done.stdout)["result"]
-    return result
+    assert "Warning" not in done.stderr, done.stderr
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -72,9 +79,14 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("inspector-home")
 
 
-def test_the_inspector_lists_all_34_tools(npx: str, node_server: NodeServer, home: Path) -> None:
-    # --strict exits 6 on an error-severity schema portability problem in any tool.
-    listed = inspect(npx, node_server, home, "--method", "tools/list", "--strict")
+def test_the_inspector_lists_all_35_tools_strictly_without_a_finding(
+    npx: str, node_server: NodeServer, home: Path
+) -> None:
+    # --strict exits 6 on an error-severity schema portability problem in any tool, and
+    # puts every finding, warnings included, into the output's schemaFindings.
+    found = envelope(npx, node_server, home, "--method", "tools/list", "--strict")
+    assert "schemaFindings" not in found, found.get("schemaFindings")
+    listed = found["result"]
     names = [tool["name"] for tool in listed["tools"]]
     assert sorted(names) == sorted(TOOLS)
     for tool in listed["tools"]:
@@ -112,3 +124,38 @@ def test_the_inspector_without_a_token_is_told_to_authenticate(
 ) -> None:
     done = run_cli(npx, node_server.url, home, "--method", "tools/list")
     assert done.returncode == 3, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+
+
+def test_the_inspector_lists_and_reads_notes_as_resources(
+    npx: str, node_server: NodeServer, home: Path
+) -> None:
+    listed = inspect(npx, node_server, home, "--method", "resources/list")
+    uris = {resource["uri"] for resource in listed["resources"]}
+    assert "secondbrain://default/wiki/rate-limiting.md" in uris
+    read = inspect(
+        npx, node_server, home,
+        "--method", "resources/read", "--uri", "secondbrain://default/wiki/backoff.md",
+    )  # fmt: skip
+    (content,) = read["contents"]
+    assert content["mimeType"] == "text/markdown"
+    assert "Exponential backoff" in content["text"]
+    templates = inspect(npx, node_server, home, "--method", "resources/templates/list")
+    assert templates["resourceTemplates"][0]["uriTemplate"] == "secondbrain://{vault}/{+path}"
+
+
+def test_the_inspector_lists_and_gets_prompts(
+    npx: str, node_server: NodeServer, home: Path
+) -> None:
+    listed = inspect(npx, node_server, home, "--method", "prompts/list")
+    assert [p["name"] for p in listed["prompts"]] == [
+        "daily_review", "meeting_capture", "what_do_i_know",
+    ]  # fmt: skip
+    got = inspect(
+        npx, node_server, home,
+        "--method", "prompts/get", "--prompt-name", "what_do_i_know",
+        "--prompt-args", "topic=token buckets",
+    )  # fmt: skip
+    resources = [
+        m["content"]["resource"] for m in got["messages"] if m["content"]["type"] == "resource"
+    ]
+    assert resources[0]["uri"] == "secondbrain://default/wiki/rate-limiting.md"

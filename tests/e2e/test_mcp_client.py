@@ -41,7 +41,7 @@ async def test_initialize_and_the_tool_list(node_server: NodeServer) -> None:
     assert init.server_info.name == "secondbrain"
     assert init.instructions is not None
     assert "Vaults you can use: default." in init.instructions
-    assert len(listed.tools) == 34
+    assert len(listed.tools) == 35
     for tool in listed.tools:
         assert tool.output_schema is not None
         assert tool.input_schema["additionalProperties"] is False
