@@ -1,8 +1,8 @@
 """Full-text search over the index (spec §10.5): FTS5, BM25 with the title weighted 8:1.
 
 Two syntaxes. `natural` (the default) takes a question in plain words and is never
-refused: a note matching any of its terms is found (`query`), and one that matches more
-of them — weighted by how rare each is — ranks above one that matches fewer. `fts` is
+refused: a note matching any of its terms is found (`query`), ranked by BM25, which puts
+one that matches more of them — and the rarer ones — above one that matches fewer. `fts` is
 FTS5's own syntax for who asks for it: plain words are quoted and AND-ed, operators pass
 through, and a syntax error becomes a message a model can act on. Snippets are made from
 a bounded window of each hit (`snippet`), and the per-call deadline can stop every
@@ -12,7 +12,6 @@ statement.
 from __future__ import annotations
 
 import datetime as dt
-import math
 import re
 import sqlite3
 from collections import defaultdict
@@ -75,12 +74,13 @@ def modified(mtime_ns: int) -> str:
 Syntax = Literal["natural", "fts"]
 SYNTAXES: tuple[Syntax, ...] = ("natural", "fts")
 POOL = 200
-"""Notes ranked by BM25 over any of a question's terms before coverage re-ranks them."""
-COVERAGE_POWER = 0.1
-"""How much matching more of a question outweighs matching one word often. Measured on the
-dev part of bench/eval/questions.yaml (nDCG@10 over all kinds): 0.594 with none, 0.595 at
-0.1, 0.586 at 0.25, 0.565 at 1, 0.545 at 2 — BM25 over any term already prefers notes
-holding more of the words, so coverage only breaks near-ties."""
+"""The most notes a natural-language ranking returns at once (hybrid search fuses this many).
+
+BM25 over any of a question's terms already ranks a note holding more of them — and the rarer
+ones — above one holding fewer: re-ranking by the idf-weighted share of terms held was
+measured on the dev part of bench/eval/questions.yaml and gained nothing (nDCG@10 over all
+kinds 0.594 without, 0.595 at share^0.1, 0.565 at share^1, 0.545 at share^2), so it is not
+done."""
 
 
 def search(
@@ -155,7 +155,7 @@ def _natural(
 ) -> Results:  # fmt: skip
     if not terms:
         return Results(0)
-    rows, total = _scored(conn, terms, where, params, max(POOL, offset + limit))
+    rows, total = _scored(conn, terms, where, params, offset + limit)
     page = [(rowid, score) for rowid, score, _ in rows[offset : offset + limit]]
     return Results(total, _page(conn, page, query.highlight(terms)))
 
@@ -178,7 +178,7 @@ def _scored(
     conn: sqlite3.Connection, terms: list[query.Term], where: list[str], params: list[object],
     pool: int,
 ) -> tuple[list[tuple[int, float, str]], int]:  # fmt: skip
-    """Any-term BM25 for the pool, then re-ranked by the idf-weighted share of terms matched."""
+    """BM25 over any of the terms: the best `pool` notes, and how many match in all."""
     expression = query.any_of(terms)
     clause = " AND ".join(["notes_fts MATCH ?", "rank MATCH ?", "n.is_note = 1", *where])
     rows = conn.execute(
@@ -186,9 +186,6 @@ def _scored(
         f" WHERE {clause} ORDER BY rank LIMIT ?",
         [expression, RANK, *params, pool],
     ).fetchall()
-    if len(terms) > 1 and rows:
-        share = _coverage(conn, terms, [row[0] for row in rows])
-        rows.sort(key=lambda row: -row[1] * share[row[0]] ** COVERAGE_POWER)
     total = len(rows)
     if total == pool:
         (total,) = conn.execute(
@@ -244,41 +241,6 @@ def _page(conn: sqlite3.Connection, ranked: list[tuple[int, float]], highlight: 
     return _hits(
         [(*row[:3], query.unspaced(t), *row[4:]) for row, t in zip(rows, texts, strict=True)]
     )
-
-
-FETCH_ALL = 20_000
-"""A term in fewer notes than this has its notes read whole and intersected here: cheaper
-than FTS5 looking each pooled note up by rowid."""
-
-
-def _coverage(
-    conn: sqlite3.Connection, terms: list[query.Term], rowids: list[int]
-) -> dict[int, float]:
-    """Each note's share of the question: the idf of the terms it holds over the idf of all."""
-    (notes,) = conn.execute("SELECT count(*) FROM notes_fts").fetchone()
-    pooled = set(rowids)
-    held: dict[int, float] = dict.fromkeys(rowids, 0.0)
-    weights = 0.0
-    for term in terms:
-        (df,) = conn.execute(
-            "SELECT count(*) FROM notes_fts WHERE notes_fts MATCH ?", [term.match]
-        ).fetchone()
-        weight = math.log(1 + notes / (1 + df))
-        weights += weight
-        for rowid in _holding(conn, term.match, df, rowids) & pooled:
-            held[rowid] += weight
-    return {rowid: value / weights if weights else 1.0 for rowid, value in held.items()}
-
-
-def _holding(conn: sqlite3.Connection, match: str, df: int, rowids: list[int]) -> set[int]:
-    params: list[object] = [match]
-    if df <= FETCH_ALL:
-        sql = "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ?"
-    else:
-        marks = ", ".join("?" * len(rowids))
-        sql = f"SELECT rowid FROM notes_fts WHERE notes_fts MATCH ? AND rowid IN ({marks})"
-        params = [match, *rowids]
-    return {rowid for (rowid,) in conn.execute(sql, params)}
 
 
 def _recent(

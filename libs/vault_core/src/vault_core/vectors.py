@@ -5,7 +5,8 @@ current model, embeds what is new or changed a batch at a time and drops what is
 a write, a cold index or a model change never waits for a model: until the vault is done,
 search says how far it has come and ranks by keywords. Vectors are stored as float16 in
 the index database (`embeddings`, with `embedded` recording the hash each note had) and
-held in memory in one growing matrix, scored block by block as float32.
+held in memory as float32 in one growing matrix (1 KiB a section with 256 dimensions), so
+a search is one matrix-vector product.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -26,7 +28,6 @@ log = structlog.get_logger("vault_core")
 
 BATCH = 64  # notes per embedding round: a write waits at most one round's store
 IDLE = 5.0  # seconds between looks when nothing poked the worker
-BLOCK = 8192  # matrix rows scored at once (float16 → float32 copies of this size only)
 
 
 @dataclass(frozen=True)
@@ -56,16 +57,16 @@ class _Table:
     """Rows of (path, heading) and their vectors; a replaced note's old rows are dead."""
 
     dimensions: int
-    data: npt.NDArray[np.float16] = field(init=False)
+    data: npt.NDArray[np.float32] = field(init=False)
     alive: npt.NDArray[np.bool_] = field(init=False)
     meta: list[tuple[str, str]] = field(default_factory=list)
     rows_of: dict[str, list[int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.data = np.zeros((1024, self.dimensions), dtype=np.float16)
+        self.data = np.zeros((1024, self.dimensions), dtype=np.float32)
         self.alive = np.zeros(1024, dtype=bool)
 
-    def put(self, path: str, headings: Sequence[str], vectors: npt.NDArray[np.float16]) -> None:
+    def put(self, path: str, headings: Sequence[str], vectors: npt.NDArray[Any]) -> None:
         self.drop(path)
         start, count = len(self.meta), len(headings)
         while start + count > len(self.data):
@@ -94,10 +95,7 @@ class _Table:
 
     def nearest(self, vector: Vectors, rows: int) -> list[tuple[int, float]]:
         size = len(self.meta)
-        scores = np.full(size, -np.inf, dtype=np.float32)
-        for start in range(0, size, BLOCK):
-            block = self.data[start : min(start + BLOCK, size)].astype(np.float32)
-            scores[start : start + len(block)] = block @ vector
+        scores = self.data[:size] @ vector
         scores[~self.alive[:size]] = -np.inf
         best = min(rows, size)
         if best == 0:
