@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import os
 import secrets
+import socket
 import ssl
 import subprocess
 import sys
@@ -183,3 +184,23 @@ async def recreate_database(url: str) -> None:
     name = url.rsplit("/", 1)[1]
     await _admin_sql(POSTGRES, f'DROP DATABASE "{name}" WITH (FORCE)')
     await _admin_sql(POSTGRES, f'CREATE DATABASE "{name}"')
+
+
+@pytest.fixture(scope="module")
+def localhost_names() -> Iterator[None]:
+    """Resolve `*.localhost` to 127.0.0.1 in this process (RFC 6761 says it is loopback;
+    not every machine's resolver does it); TLS still checks each name."""
+    real = socket.getaddrinfo
+
+    def resolve(host: Any, *args: Any, **kwargs: Any) -> Any:
+        name = host.decode() if isinstance(host, bytes) else host
+        if isinstance(name, str) and name.endswith(".localhost"):
+            return real("127.0.0.1", *args, **kwargs)
+        return real(host, *args, **kwargs)
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(socket, "getaddrinfo", resolve)
+    try:
+        yield
+    finally:
+        patch.undo()

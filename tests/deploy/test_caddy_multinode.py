@@ -16,7 +16,6 @@ checks each certificate against its host name.
 from __future__ import annotations
 
 import contextlib
-import socket
 import ssl
 import subprocess
 import time
@@ -69,25 +68,6 @@ class Deployment:
 
     def operator(self) -> httpx.Client:
         return self.http(Authorization=f"Bearer {self.center.admin_token}")
-
-
-@pytest.fixture(scope="module")
-def localhost_names() -> Iterator[None]:
-    """Resolve `*.localhost` to 127.0.0.1 in this process (RFC 6761 says it is loopback)."""
-    real = socket.getaddrinfo
-
-    def resolve(host: Any, *args: Any, **kwargs: Any) -> Any:
-        name = host.decode() if isinstance(host, bytes) else host
-        if isinstance(name, str) and name.endswith(".localhost"):
-            return real(UPSTREAM, *args, **kwargs)
-        return real(host, *args, **kwargs)
-
-    patch = pytest.MonkeyPatch()
-    patch.setattr(socket, "getaddrinfo", resolve)
-    try:
-        yield
-    finally:
-        patch.undo()
 
 
 def caddyfile(root: Path, port: int, upstreams: dict[str, int]) -> Path:

@@ -20,14 +20,12 @@ import os
 import re
 import secrets
 import shutil
-import socket
 import ssl
 import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -220,24 +218,6 @@ def container(service: str) -> str:
 
 def public(host: str) -> str:
     return f"https://{host}.localhost"
-
-
-@pytest.fixture(scope="module")
-def localhost_names() -> Iterator[None]:
-    real = socket.getaddrinfo
-
-    def resolve(host: Any, *args: Any, **kwargs: Any) -> Any:
-        name = host.decode() if isinstance(host, bytes) else host
-        if isinstance(name, str) and name.endswith(".localhost"):
-            return real("127.0.0.1", *args, **kwargs)
-        return real(host, *args, **kwargs)
-
-    patch = pytest.MonkeyPatch()
-    patch.setattr(socket, "getaddrinfo", resolve)
-    try:
-        yield
-    finally:
-        patch.undo()
 
 
 def write_env(path: Path, values: dict[str, str]) -> None:
