@@ -67,7 +67,16 @@ def test_public_key_is_fetched_when_no_secret_is_set(remote: dict[str, str]) -> 
 
 def test_members_are_managed_over_http(remote: dict[str, str]) -> None:
     added = invoke(
-        "member", "add", "alice", "--vault", "team", "--role", "editor", "--json", env=remote
+        "member",
+        "add",
+        "--unplaced",
+        "alice",
+        "--vault",
+        "team",
+        "--role",
+        "editor",
+        "--json",
+        env=remote,
     )
     assert added.exit_code == 0, added.output
     credential = json.loads(added.output)["credential"]
@@ -97,7 +106,9 @@ def test_a_password_is_prompted_never_a_flag_value(remote: dict[str, str]) -> No
     assert result.exit_code == 0, result.output
     assert json.loads(result.output.split("\n", 2)[-1])["password"] is True
     assert secret not in result.output
-    misuse = invoke("member", "add", "carol", "--vault", "t", "--password", secret, env=remote)
+    misuse = invoke(
+        "member", "add", "--unplaced", "carol", "--vault", "t", "--password", secret, env=remote
+    )
     assert misuse.exit_code != 0
 
 
@@ -173,7 +184,7 @@ def test_vaults_lists_what_the_caller_may_see(remote: dict[str, str], server: st
     listed = json.loads(invoke("vaults", "--json", env=remote).output)["vaults"]
     assert [(v["name"], v["mcp_url"]) for v in listed] == [("team", t.RESOURCE)]
     assert "team" in invoke("vaults", env=remote).output
-    created = invoke("member", "add", "rita", "--vault", "solo", "--json", env=remote)
+    created = invoke("member", "add", "--unplaced", "rita", "--vault", "solo", "--json", env=remote)
     member = {**remote, "SECONDBRAIN_CENTER_TOKEN": json.loads(created.output)["credential"]}
     mine = json.loads(invoke("vaults", "--as-member", "--json", env=member).output)["vaults"]
     assert [(v["name"], v["mcp_url"]) for v in mine] == [("solo", None)]
@@ -240,7 +251,16 @@ def test_no_verb_takes_a_secret_as_a_flag() -> None:
 
 def test_requests_are_asked_decided_and_claimed(remote: dict[str, str]) -> None:
     created = invoke(
-        "member", "add", "rita", "--vault", "team", "--role", "editor", "--json", env=remote
+        "member",
+        "add",
+        "--unplaced",
+        "rita",
+        "--vault",
+        "team",
+        "--role",
+        "editor",
+        "--json",
+        env=remote,
     )
     member = {**remote, "SECONDBRAIN_CENTER_TOKEN": json.loads(created.output)["credential"]}
     asked = invoke("request", "create", "--vault", "team", "--scope", "rw", "--json", env=member)
@@ -259,7 +279,16 @@ def test_requests_are_asked_decided_and_claimed(remote: dict[str, str]) -> None:
 
 def test_an_approval_narrows_and_a_rejection_gives_its_reason(remote: dict[str, str]) -> None:
     created = invoke(
-        "member", "add", "nina", "--vault", "team", "--role", "editor", "--json", env=remote
+        "member",
+        "add",
+        "--unplaced",
+        "nina",
+        "--vault",
+        "team",
+        "--role",
+        "editor",
+        "--json",
+        env=remote,
     )
     member = {**remote, "SECONDBRAIN_CENTER_TOKEN": json.loads(created.output)["credential"]}
     ids = []
@@ -316,7 +345,9 @@ def test_key_rotate_prints_a_fresh_secret_once() -> None:
 
 
 def _member_env(remote: dict[str, str], member_id: str, *args: str) -> dict[str, str]:
-    created = invoke("member", "add", member_id, "--vault", "team", *args, "--json", env=remote)
+    created = invoke(
+        "member", "add", "--unplaced", member_id, "--vault", "team", *args, "--json", env=remote
+    )
     assert created.exit_code == 0, created.output
     return {**remote, "SECONDBRAIN_CENTER_TOKEN": json.loads(created.output)["credential"]}
 
@@ -395,7 +426,7 @@ def test_audit_export_writes_a_private_file_that_verifies(
     remote: dict[str, str], tmp_path: Path
 ) -> None:
     _member_env(remote, "rita")
-    invoke("member", "add", "otto", "--vault", "ops", env=remote)
+    invoke("member", "add", "--unplaced", "otto", "--vault", "ops", env=remote)
     path = tmp_path / "export.jsonl"
     written = invoke("audit", "export", "--output", str(path), "--json", env=remote)
     assert written.exit_code == 0, written.output
@@ -413,7 +444,7 @@ def test_audit_export_writes_a_private_file_that_verifies(
 
 def test_audit_export_as_a_member_sees_only_its_vault(remote: dict[str, str]) -> None:
     owner = _member_env(remote, "olga", "--role", "owner", "--scope", "all")
-    invoke("member", "add", "otto", "--vault", "ops", env=remote)
+    invoke("member", "add", "--unplaced", "otto", "--vault", "ops", env=remote)
     exported = invoke("audit", "export", "--as-member", env=owner)
     assert exported.exit_code == 0, exported.output
     vaults = {json.loads(line)["vault"] for line in exported.output.splitlines()}
@@ -433,7 +464,7 @@ def test_audit_head_is_signed_and_a_later_export_holds_it(
     head = json.loads(shown.output)
     assert head["kid"] == SigningKey.from_secret(t.SECRET).kid
     assert head["head"] == f"{head['seq']}:{head['hash']}"
-    invoke("member", "add", "otto", "--vault", "ops", env=remote)
+    invoke("member", "add", "--unplaced", "otto", "--vault", "ops", env=remote)
     path = tmp_path / "export.jsonl"
     invoke("audit", "export", "--output", str(path), env=remote)
     assert invoke("audit", "verify", str(path), "--head", head["head"]).exit_code == 0

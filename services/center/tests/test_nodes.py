@@ -290,10 +290,17 @@ async def test_grants_and_tokens_default_to_the_node_holding_the_vault(
     token = await client.post("/v1/tokens", json={}, headers=t.bearer(owner))
     assert token.json()["audience"] == [NODE_A]
     explicit = {"vault": "team", "resource": [NODE_B]}
+    unknown = await client.post("/v1/grants", json=explicit, headers=t.ADMIN)
+    assert_error_shape(unknown, 400, "invalid_target")
+    assert NODE_B in unknown.json()["error"]["message"]
+    await add_node(client, "b", NODE_B)
     named = await client.post("/v1/grants", json=explicit, headers=t.ADMIN)
     assert named.json()["audience"] == [NODE_B]
     elsewhere = await client.post("/v1/grants", json={"vault": "lab"}, headers=t.ADMIN)
     assert_error_shape(elsewhere, 400, "invalid_argument")
+    assert elsewhere.json()["error"]["message"] == (
+        "vault: no node reports vault 'lab'; known vaults: team"
+    )
 
 
 @pytest.mark.asyncio

@@ -58,9 +58,18 @@ async def test_a_token_needs_a_node_resource(client: httpx.AsyncClient) -> None:
     credential = await t.add_member(client, "alice")
     response = await client.post("/v1/tokens", json={}, headers=t.bearer(credential))
     assert response.status_code == 400
-    assert "resource" in response.json()["error"]["message"]
+    assert response.json()["error"]["message"] == (
+        "vault: no node reports vault 'team'; known vaults: none yet (start a node)"
+    )
     plain = await mint(client, credential, resource=["http://node.example.com/mcp"])
     assert plain.status_code == 400
+    unknown = await mint(client, credential, resource=["https://evil.example.com/mcp"])
+    assert unknown.status_code == 400
+    assert unknown.json()["error"] == {
+        "code": "invalid_target",
+        "message": "resource: no registered node has the resource https://evil.example.com/mcp;"
+        " registered nodes: none yet (register one with `node add`)",
+    }
 
 
 @pytest.mark.asyncio

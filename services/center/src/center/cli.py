@@ -17,11 +17,18 @@ from typing import Annotated, Any
 import httpx
 import typer
 
-from center.commands import grant_app, member_app, node_app, request_app, token_app, vaults
+from center.commands import (
+    AsMember,
+    grant_app,
+    member_app,
+    node_app,
+    request_app,
+    token_app,
+    vaults,
+)
 from center.config import ENV_PREFIX, load_settings
 from center.remote import (
     DEFAULT_URL,
-    MEMBER_TOKEN_ENV,
     Json,
     Remote,
     RemoteError,
@@ -230,17 +237,15 @@ def audit_export(
     output: Annotated[
         Path | None, typer.Option(dir_okay=False, help="Write here (0600) instead of stdout.")
     ] = None,
-    as_member: Annotated[
-        bool, typer.Option("--as-member", help="Ask as the member in SECONDBRAIN_CENTER_TOKEN.")
-    ] = False,
+    as_member: AsMember = False,
     url: Url = DEFAULT_URL,
     as_json: Json = False,
 ) -> None:
     """The audit log as NDJSON, original seqs and hashes kept; a filtered export is not a
     chain of its own, a full one passes `audit verify`."""
     params = {"vault": vault, "since": since, "until": until}
-    remote = Remote(url, env=MEMBER_TOKEN_ENV) if as_member else Remote(url)
-    text: str = remote.call("GET", "/v1/audit", params={k: v for k, v in params.items() if v})
+    chosen = {k: v for k, v in params.items() if v}
+    text: str = Remote.either(url, as_member).call("GET", "/v1/audit", params=chosen)
     if output is None:
         sys.stdout.write(text)
         return

@@ -1,9 +1,11 @@
 """The remote verbs of `secondbrain-center`: members, grants, requests, tokens and nodes.
 
-The operator's verbs send `SECONDBRAIN_CENTER_ADMIN_TOKEN`; the verbs a member runs
-(`request create|cancel|claim`, `token issue`, and any `--as-member`) send the member's
-own `SECONDBRAIN_CENTER_TOKEN`. A credential or token the center returns is printed
-once, by the verb that created it.
+The operator's verbs (`member`, `node`) send `SECONDBRAIN_CENTER_ADMIN_TOKEN`; the verbs
+only a member runs (`request create|cancel|claim`, `token issue`) send the member's own
+`SECONDBRAIN_CENTER_TOKEN`; every verb both may run sends the member's token with
+`--as-member` or when no admin token is set (`Remote.either`). Ids are checked here with
+the center's own rules before any call. A credential or token the center returns is
+printed once, by the verb that created it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from typing import Annotated, Any
 
 import typer
 
+from center.errors import InvalidArgumentError
+from center.principals import check_member_id
 from center.remote import (
     DEFAULT_URL,
     MEMBER_TOKEN_ENV,
@@ -32,7 +36,10 @@ node_app = typer.Typer(help="Register, list and remove vault nodes.", no_args_is
 token_app = typer.Typer(help="Mint, list and revoke agent tokens.", no_args_is_help=True)
 MEMBER_COLUMNS = ("id", "role", "scope", "vaults", "generation", "password", "email")
 GRANT_COLUMNS = ("id", "vault", "scope", "grantee", "issued_by", "depth", "expiry", "revoked")
-REQUEST_COLUMNS = ("id", "requester", "vault", "scope", "minutes", "state", "decided_by")
+REQUEST_COLUMNS = (
+    *("id", "requester", "vault", "scope", "minutes", "reason", "state", "created"),
+    "decided_by",
+)
 NODE_COLUMNS = (
     *("id", "resource", "vaults", "placements"),
     *("last_seen", "revocation_seq", "checkpoint_seq", "checkpoint_ok"),
@@ -51,9 +58,57 @@ ScopeOpt = Annotated[str | None, typer.Option(help="read, write, read_write, rwd
 PasswordOpt = Annotated[
     bool, typer.Option("--password", help="Prompt for a password (never given as a flag).")
 ]
-EmailOpt = Annotated[
-    str | None, typer.Option(help='Login address for the OAuth sign-in page ("" removes it).')
+EmailOpt = Annotated[str | None, typer.Option(help="Login address for the OAuth sign-in page.")]
+SetEmailOpt = Annotated[
+    str | None,
+    typer.Option(help='Login address for the OAuth sign-in page (--email "" removes it).'),
 ]
+Unplaced = Annotated[
+    bool,
+    typer.Option(
+        "--unplaced",
+        help="Allow a --vault no node reports yet (placing a member ahead of its node).",
+    ),
+]
+AsMember = Annotated[
+    bool,
+    typer.Option(
+        "--as-member",
+        help="Ask as the member in SECONDBRAIN_CENTER_TOKEN (also the default when"
+        " SECONDBRAIN_CENTER_ADMIN_TOKEN is not set).",
+    ),
+]
+
+
+def _member_id(value: str) -> str:
+    try:
+        return check_member_id(value)
+    except InvalidArgumentError as exc:
+        raise RemoteError("invalid_argument", f"member id: {exc.problem}") from None
+
+
+def _ident(value: str, what: str, listing: str) -> str:
+    """An id that goes into a URL path: one segment, as the center makes them."""
+    if not value or not value.isprintable() or any(c in value for c in "/?#% \\"):
+        raise RemoteError(
+            "invalid_argument", f"{what}: not an id the center makes; copy it from `{listing}`"
+        )
+    return value
+
+
+def _check_placed(remote: Remote, vaults: list[str] | None, unplaced: bool) -> None:
+    """Refuse a vault no node reports, unless the operator places the member ahead of it."""
+    if unplaced or not vaults or vaults == ["*"]:
+        return
+    listed = remote.call("GET", "/v1/vaults")["vaults"]
+    known = sorted(v["name"] for v in listed if v.get("node"))
+    missing = [v for v in vaults if v not in known]
+    if missing:
+        raise RemoteError(
+            "unknown_vault",
+            f"no node reports vault {missing[0]!r}; known vaults: {', '.join(known) or 'none'}"
+            " (pass --unplaced to give it before a node holds it)",
+        )
 
 
 def _vaults(vaults: list[str] | None, all_vaults: bool) -> list[str] | None:
@@ -85,19 +140,23 @@ def member_add(
     scope: ScopeOpt = None,
     password: PasswordOpt = False,
     email: EmailOpt = None,
+    unplaced: Unplaced = False,
     url: Url = DEFAULT_URL,
     as_json: Json = False,
 ) -> None:
     """Create a member and print its credential — once; store it safely now."""
+    member_id = _member_id(member_id)
     vaults = _vaults(vault, all_vaults)
     if vaults is None:
         raise RemoteError("invalid_argument", "name at least one --vault, or --all-vaults")
+    remote = Remote(url)
+    _check_placed(remote, vaults, unplaced)
     body: dict[str, Any] = {"id": member_id, "vaults": vaults, "role": role, "scope": scope}
     if email is not None:
         body["email"] = email
     if secret := _password(password):
         body["password"] = secret
-    created = Remote(url).call("POST", "/v1/members", body=body)
+    created = remote.call("POST", "/v1/members", body=body)
     show(created, as_json, (*MEMBER_COLUMNS, "credential"))
 
 
@@ -119,22 +178,26 @@ def member_set(
     role: RoleOpt = None,
     scope: ScopeOpt = None,
     password: PasswordOpt = False,
-    email: EmailOpt = None,
+    email: SetEmailOpt = None,
     rotate_credential: Annotated[
         bool, typer.Option("--rotate-credential", help="Issue a new credential (shown once).")
     ] = False,
+    unplaced: Unplaced = False,
     url: Url = DEFAULT_URL,
     as_json: Json = False,
 ) -> None:
     """Change a member; a role, scope or vault change revokes its grants and tokens."""
+    member_id = _member_id(member_id)
     vaults = _vaults(vault, all_vaults)
+    remote = Remote(url)
+    _check_placed(remote, vaults, unplaced)
     body: dict[str, Any] = {"role": role, "scope": scope, "vaults": vaults, "email": email}
     body = {name: value for name, value in body.items() if value is not None}
     if secret := _password(password):
         body["password"] = secret
     if rotate_credential:
         body["rotate_credential"] = True
-    changed = Remote(url).call("PATCH", f"/v1/members/{member_id}", body=body)
+    changed = remote.call("PATCH", f"/v1/members/{member_id}", body=body)
     shown = (*MEMBER_COLUMNS, "revoked_grants", *(("credential",) if rotate_credential else ()))
     show(changed, as_json, shown)
 
@@ -143,7 +206,7 @@ def member_set(
 @handled
 def member_remove(member_id: str, url: Url = DEFAULT_URL, as_json: Json = False) -> None:
     """Remove a member; its tokens and every grant it issued or received die."""
-    show(Remote(url).call("DELETE", f"/v1/members/{member_id}"), as_json)
+    show(Remote(url).call("DELETE", f"/v1/members/{_member_id(member_id)}"), as_json)
 
 
 @grant_app.command("issue")
@@ -158,13 +221,17 @@ def grant_issue(
         list[str] | None, typer.Option("--resource", help="Node MCP URL (repeat).")
     ] = None,
     reason: Reason = None,
+    as_member: AsMember = False,
     url: Url = DEFAULT_URL,
     as_json: Json = False,
 ) -> None:
-    """Issue a grant as the operator and print its token — once."""
+    """Issue a grant — as the operator, or as an admin or owner member of the vault — and
+    print its token, once."""
+    if grantee is not None:
+        grantee = _member_id(grantee)
     body = {"vault": vault, "scope": scope, "minutes": minutes, "grantee": grantee}
     body.update(reason=reason, resource=resource or [])
-    issued = Remote(url).call("POST", "/v1/grants", body=body)
+    issued = Remote.either(url, as_member).call("POST", "/v1/grants", body=body)
     show(issued, as_json, (*GRANT_COLUMNS, "audience", "token"))
 
 
@@ -172,19 +239,24 @@ def grant_issue(
 @handled
 def grant_list(
     vault: Annotated[str | None, typer.Argument(help="Only this vault.")] = None,
+    as_member: AsMember = False,
     url: Url = DEFAULT_URL,
     as_json: Json = False,
 ) -> None:
-    """Unexpired grants (never their tokens)."""
-    listed = Remote(url).call("GET", "/v1/grants", params={"vault": vault} if vault else None)
+    """Unexpired grants you may see (never their tokens)."""
+    params = {"vault": vault} if vault else None
+    listed = Remote.either(url, as_member).call("GET", "/v1/grants", params=params)
     show_rows(listed, "grants", as_json, GRANT_COLUMNS)
 
 
 @grant_app.command("revoke")
 @handled
-def grant_revoke(grant_id: str, url: Url = DEFAULT_URL, as_json: Json = False) -> None:
+def grant_revoke(
+    grant_id: str, as_member: AsMember = False, url: Url = DEFAULT_URL, as_json: Json = False
+) -> None:
     """Revoke a grant and every grant delegated under it."""
-    show(Remote(url).call("DELETE", f"/v1/grants/{grant_id}"), as_json)
+    grant_id = _ident(grant_id, "grant id", "grant list")
+    show(Remote.either(url, as_member).call("DELETE", f"/v1/grants/{grant_id}"), as_json)
 
 
 def _member(url: str) -> Remote:
@@ -216,17 +288,22 @@ def request_create(
 def request_list(
     vault: Annotated[str | None, typer.Option(help="Only this vault.")] = None,
     state: Annotated[str | None, typer.Option(help="pending, approved, … claimed.")] = None,
+    as_member: AsMember = False,
     url: Url = DEFAULT_URL,
     as_json: Json = False,
 ) -> None:
-    """Every request (operator), with the lazy expiry applied first."""
+    """The requests you may decide or made (the operator: every one), with the lazy
+    expiry applied first."""
     params = {name: value for name, value in (("vault", vault), ("state", state)) if value}
-    listed = Remote(url).call("GET", "/v1/requests", params=params or None)
+    listed = Remote.either(url, as_member).call("GET", "/v1/requests", params=params or None)
     show_rows(listed, "requests", as_json, REQUEST_COLUMNS)
 
 
-def _decide(verb: str, request_id: str, url: str, as_json: bool, body: dict[str, Any]) -> None:
-    decided = Remote(url).call("POST", f"/v1/requests/{request_id}/{verb}", body=body)
+def _decide(
+    verb: str, request_id: str, caller: Remote, as_json: bool, body: dict[str, Any]
+) -> None:
+    request_id = _ident(request_id, "request id", "request list")
+    decided = caller.call("POST", f"/v1/requests/{request_id}/{verb}", body=body)
     show(decided, as_json, REQUEST_COLUMNS)
 
 
@@ -242,27 +319,36 @@ def request_approve(
         int | None, typer.Option(min=1, max=60, help="Approve less than asked: this long.")
     ] = None,
     reason: Reason = None,
+    as_member: AsMember = False,
     url: Url = DEFAULT_URL,
     as_json: Json = False,
 ) -> None:
-    """Approve a pending request as the operator (issues nothing; the requester claims)."""
+    """Approve a pending request — as the operator, or as a member who may decide it (an
+    admin or owner of the vault). Issues nothing: the requester claims."""
     body = {"scope": scope, "minutes": minutes, "reason": reason}
-    _decide("approve", request_id, url, as_json, body)
+    _decide("approve", request_id, Remote.either(url, as_member), as_json, body)
 
 
 @request_app.command("reject")
 @handled
 def request_reject(
-    request_id: str, *, reason: Reason = None, url: Url = DEFAULT_URL, as_json: Json = False
+    request_id: str,
+    *,
+    reason: Reason = None,
+    as_member: AsMember = False,
+    url: Url = DEFAULT_URL,
+    as_json: Json = False,
 ) -> None:
-    """Reject a pending request as the operator; the reason reaches the requester."""
-    _decide("reject", request_id, url, as_json, {"reason": reason})
+    """Reject a pending request — as the operator or a member who may decide it; the
+    reason reaches the requester."""
+    _decide("reject", request_id, Remote.either(url, as_member), as_json, {"reason": reason})
 
 
 @request_app.command("cancel")
 @handled
 def request_cancel(request_id: str, url: Url = DEFAULT_URL, as_json: Json = False) -> None:
     """Withdraw your own request (member in SECONDBRAIN_CENTER_TOKEN)."""
+    request_id = _ident(request_id, "request id", "request list")
     cancelled = _member(url).call("POST", f"/v1/requests/{request_id}/cancel")
     show(cancelled, as_json, REQUEST_COLUMNS)
 
@@ -278,6 +364,7 @@ def request_claim(
     as_json: Json = False,
 ) -> None:
     """Claim your approved request and print the grant's token — once."""
+    request_id = _ident(request_id, "request id", "request list")
     body = {"resource": resource or []}
     claimed = _member(url).call("POST", f"/v1/requests/{request_id}/claim", body=body)
     show(claimed, as_json, (*GRANT_COLUMNS, "audience", "token"))
@@ -314,16 +401,8 @@ def node_list(url: Url = DEFAULT_URL, as_json: Json = False) -> None:
 @handled
 def node_remove(node_id: str, url: Url = DEFAULT_URL, as_json: Json = False) -> None:
     """Remove a node: its credential stops working and its placements are dropped."""
+    node_id = _ident(node_id, "node id", "node list")
     show(Remote(url).call("DELETE", f"/v1/nodes/{node_id}"), as_json)
-
-
-AsMember = Annotated[
-    bool, typer.Option("--as-member", help="Ask as the member in SECONDBRAIN_CENTER_TOKEN.")
-]
-
-
-def _caller(url: str, as_member: bool) -> Remote:
-    return _member(url) if as_member else Remote(url)
 
 
 def _lifetime(minutes: int | None, days: int | None) -> int:
@@ -369,7 +448,7 @@ def token_issue(
     once. Up to 90 days; revoke it with `token revoke`."""
     body: dict[str, Any] = {"resource": resource or [], "minutes": _lifetime(minutes, days)}
     if member is not None:
-        body["member"] = member
+        body["member"] = _member_id(member)
     if scope is not None:
         body["scope"] = scope
     if vault:
@@ -383,7 +462,7 @@ def token_issue(
 def token_list(as_member: AsMember = False, url: Url = DEFAULT_URL, as_json: Json = False) -> None:
     """Unexpired agent tokens: every one (operator), or your own (--as-member). Never the
     token itself."""
-    listed = _caller(url, as_member).call("GET", "/v1/tokens")
+    listed = Remote.either(url, as_member).call("GET", "/v1/tokens")
     show_rows(listed, "tokens", as_json, TOKEN_COLUMNS)
 
 
@@ -396,7 +475,8 @@ def token_revoke(
     as_json: Json = False,
 ) -> None:
     """Revoke an agent token by jti; nodes refuse it within one revocation poll."""
-    revoked = _caller(url, as_member).call("DELETE", f"/v1/tokens/{jti}")
+    jti = _ident(jti, "jti", "token list")
+    revoked = Remote.either(url, as_member).call("DELETE", f"/v1/tokens/{jti}")
     show(revoked, as_json, TOKEN_COLUMNS)
 
 
@@ -407,5 +487,5 @@ def vaults(
     as_json: Json = False,
 ) -> None:
     """The vaults you may see, each with the MCP URL of the node holding it."""
-    listed = _caller(url, as_member).call("GET", "/v1/vaults")
+    listed = Remote.either(url, as_member).call("GET", "/v1/vaults")
     show_rows(listed, "vaults", as_json, VAULT_COLUMNS)

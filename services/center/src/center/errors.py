@@ -7,6 +7,7 @@ next, and never holds a secret, a token, a password or a credential.
     CenterError
     ├── ConfigError                  settings rejected at start (the value is never shown)
     ├── InvalidArgumentError    400  invalid_argument: a field is malformed or inconsistent
+    │   └── InvalidTargetError  400  invalid_target: a resource no registered node has
     ├── UnauthorizedError       401  unauthorized: no, unknown or wrong kind of bearer
     ├── ForbiddenError          403  forbidden: authenticated, but not allowed to do this
     ├── NotFoundError           404  not_found: the named member, grant or token is absent
@@ -54,6 +55,13 @@ class InvalidArgumentError(CenterError):
         super().__init__(f"{field}: {problem}")
         self.field = field
         self.problem = problem
+
+
+class InvalidTargetError(InvalidArgumentError):
+    """A token asked for a resource (audience) that no registered node has: every node
+    would answer it with the generic 401, so it is refused here, as OAuth does (RFC 8707)."""
+
+    code = "invalid_target"
 
 
 class UnauthorizedError(CenterError):

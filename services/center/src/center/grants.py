@@ -55,6 +55,8 @@ class GrantAsk:
     request_id: str | None = None
     until: int | None = None
     """An absolute cap on the expiry (a claimed request's approver bound)."""
+    vouched: tuple[str, ...] | None = None
+    """Resources the settings name besides registered nodes'; when set, any other is refused."""
 
 
 def view(row: Grant) -> dict[str, Any]:
@@ -204,7 +206,7 @@ async def create(
 ) -> dict[str, Any]:
     """Store, sign and audit a grant whose issuer and grantee were already checked."""
     await _check_capacity(work.session, work.now)
-    aud = await audience(work.session, [ask.vault], ask.resources)
+    aud = await audience(work.session, [ask.vault], ask.resources, ask.vouched)
     row = _row(grant_id, ask, caller=caller, grantee=grantee, parent=parent, now=work.now)
     work.session.add(row)
     claims = claims_for(

@@ -52,6 +52,7 @@ def settings(data_dir: Path, **overrides: Any) -> Settings:
         "secret": SECRET,
         "admin_token": ADMIN_TOKEN,
         "issuer": ISSUER,
+        "oauth_resources": (RESOURCE,),  # the test node's URL, vouched for without a node
     }
     values.update(overrides)
     return Settings(**values)

@@ -50,6 +50,7 @@ async def issue_grant(
         parent=body.parent,
         reason=body.reason,
         resources=tuple(body.resource),
+        vouched=center.settings.oauth_resources,
     )
     async with center.store.change() as work:
         issued = await grants.issue(work, center.keyring, center.settings.issuer, caller, ask)

@@ -66,7 +66,12 @@ async def mint_token(
 ) -> dict[str, Any]:
     vaults = tuple(body.vaults) if body.vaults is not None else None
     ask = tokens.TokenAsk(
-        tuple(body.resource), scope_arg(body.scope), vaults, body.minutes, body.member
+        tuple(body.resource),
+        scope_arg(body.scope),
+        vaults,
+        body.minutes,
+        body.member,
+        vouched=center.settings.oauth_resources,
     )
     async with center.store.change() as work:
         minted = await tokens.exchange(work, center.keyring, center.settings.issuer, caller, ask)
