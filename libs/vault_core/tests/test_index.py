@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fpdf import FPDF
 from structlog.testing import capture_logs
 
 from vault_core import linkstore, paths, search
@@ -288,6 +289,42 @@ def test_attachments_are_rows_with_is_note_0_their_file_name_as_title_and_no_has
     assert query(index, "SELECT * FROM notes") == [
         ("attachments/Diagram One.png", "Diagram One.png", stat.st_mtime_ns, 6, "", "", "", 0, 0)
     ]
+    assert query(index, "SELECT count(*) FROM notes_fts") == [(0,)]
+
+
+def _pdf(*pages: str) -> bytes:
+    document = FPDF()
+    document.set_font("helvetica", size=12)
+    for text in pages:
+        document.add_page()
+        document.multi_cell(0, 10, text)
+    return bytes(document.output())
+
+
+def test_a_pdf_s_pages_are_searchable_text_on_a_row_still_marked_as_attachment(
+    build: Build,
+) -> None:
+    index = build({"a/plan.pdf": _pdf("one", "two", "the ossifrage clause"), "n.md": "# N\n"})
+    assert query(index, "SELECT is_note, words FROM notes WHERE path = 'a/plan.pdf'") == [(0, 0)]
+    found = query(
+        index,
+        "SELECT f.path, f.body FROM notes_fts f WHERE notes_fts MATCH 'ossifrage'",
+    )
+    assert [path for path, _ in found] == ["a/plan.pdf"]
+    assert found[0][1].split("\f")[2].strip() == "the ossifrage clause"
+
+
+def test_a_changed_pdf_replaces_its_text_and_a_broken_one_has_none(build: Build) -> None:
+    index = build({"a/plan.pdf": _pdf("first words")})
+    (index.root / "a" / "plan.pdf").write_bytes(_pdf("second words"))
+    index.update_path("a/plan.pdf")
+    assert query(index, "SELECT path FROM notes_fts WHERE notes_fts MATCH 'second'") == [
+        ("a/plan.pdf",)
+    ]
+    assert query(index, "SELECT count(*) FROM notes_fts WHERE notes_fts MATCH 'first'") == [(0,)]
+    (index.root / "a" / "plan.pdf").write_bytes(b"%PDF-1.7 broken")
+    index.update_path("a/plan.pdf")
+    assert query(index, "SELECT is_note FROM notes WHERE path = 'a/plan.pdf'") == [(0,)]
     assert query(index, "SELECT count(*) FROM notes_fts") == [(0,)]
 
 

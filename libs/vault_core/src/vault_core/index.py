@@ -368,10 +368,16 @@ def _store(
         return []  # listed in `Index.skips`, which logs it
     note = snap.note
     if note is None:
-        conn.execute(
+        name = snap.rel.rsplit("/", 1)[-1]
+        cursor = conn.execute(
             "INSERT INTO notes (path, title, mtime, size, is_note) VALUES (?, ?, ?, ?, 0)",
-            (snap.rel, snap.rel.rsplit("/", 1)[-1], snap.mtime_ns, snap.size),
+            (snap.rel, name, snap.mtime_ns, snap.size),
         )
+        if snap.text:  # a PDF's pages: searchable text, its row still marked is_note = 0
+            conn.execute(
+                "INSERT INTO notes_fts (rowid, path, title, body) VALUES (?, ?, ?, ?)",
+                (cursor.lastrowid, snap.rel, spaced(name), spaced(snap.text)),
+            )
         return linkstore.store_names(conn, snap.rel, None, [])
     meta = note.frontmatter
     cursor = conn.execute(

@@ -40,15 +40,23 @@ class PdfText:
 
 
 def extract(
-    data: bytes, path: str, *, max_pages: int = MAX_PAGES, seconds: float = MAX_SECONDS
+    data: bytes,
+    path: str,
+    *,
+    max_pages: int = MAX_PAGES,
+    seconds: float = MAX_SECONDS,
+    call_deadline: bool = True,
 ) -> PdfText:
     """The text of each page (page 1 first). Raises UnreadableAttachmentError for a file that
-    is not a PDF, is malformed or encrypted, or takes longer than its bounds allow."""
+    is not a PDF, is malformed or encrypted, or takes longer than its bounds allow.
+
+    With `call_deadline`, a running call's deadline shortens the bound (DeadlineError once it
+    has passed); the index, which follows writes to their end, reads without it."""
     if len(data) > MAX_BYTES:
         raise UnreadableAttachmentError(path, f"it is over {MAX_BYTES} bytes")
     if not data.startswith(b"%PDF-"):
         raise UnreadableAttachmentError(path, "it does not start like a PDF")
-    seconds = _seconds_left(seconds)
+    seconds = _seconds_left(seconds) if call_deadline else seconds
     try:
         done = subprocess.run(  # noqa: S603 — our own interpreter and module, no shell
             [sys.executable, "-m", "vault_core.pdftext", str(max_pages), str(int(seconds) + 1)],
@@ -59,7 +67,8 @@ def extract(
             env={**os.environ, "PYTHONWARNINGS": "ignore"},
         )
     except subprocess.TimeoutExpired as exc:
-        deadline.check()
+        if call_deadline:
+            deadline.check()
         raise UnreadableAttachmentError(path, f"reading it took over {seconds:g} s") from exc
     if done.returncode != 0:
         raise UnreadableAttachmentError(path, _reason(done.stdout))

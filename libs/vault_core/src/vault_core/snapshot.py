@@ -16,8 +16,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 
-from vault_core import paths
-from vault_core.errors import NOTE_LIMIT, EncodingError
+from vault_core import paths, pdftext
+from vault_core.errors import NOTE_LIMIT, EncodingError, UnreadableAttachmentError
 from vault_core.note import Note, parse
 from vault_core.paths import Entry
 from vault_core.text import content_hash
@@ -35,6 +35,7 @@ class Snapshot:
     size: int
     note: Note | None  # None for an attachment
     skipped: str = ""  # why the file is not indexed (a `skips.REASONS` key); it must not stay
+    text: str = ""  # an attachment's searchable text: a PDF's pages, form feeds between them
 
 
 def stat_of(root: Path, target: Path) -> os.stat_result | None:
@@ -71,7 +72,9 @@ def read(root: Path, rel: str, target: Path) -> Snapshot | None:
         return None
     mtime, size = found.st_mtime_ns, found.st_size
     if not rel.lower().endswith(".md"):
-        return Snapshot(rel, mtime, size, None, skipped="" if _readable(target) else "unreadable")
+        if not _readable(target):
+            return Snapshot(rel, mtime, size, None, skipped="unreadable")
+        return Snapshot(rel, mtime, size, None, text=_attachment_text(rel, target, size))
     if size > NOTE_LIMIT:
         return Snapshot(rel, mtime, size, None, skipped="too_large")
     try:
@@ -95,6 +98,20 @@ def _read_bytes(target: Path) -> bytes:
     fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK)
     with os.fdopen(fd, "rb") as handle:
         return handle.read(NOTE_LIMIT + 1)
+
+
+def _attachment_text(rel: str, target: Path, size: int) -> str:
+    """A PDF's text for the search index; none for other types and for a PDF that cannot be
+    read (it is still indexed as an attachment, and attachment_read says why)."""
+    if not rel.lower().endswith(".pdf") or size > pdftext.MAX_BYTES:
+        return ""
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read(pdftext.MAX_BYTES + 1)
+        return "\f".join(pdftext.extract(data, rel, call_deadline=False).pages)
+    except (OSError, UnreadableAttachmentError):
+        return ""
 
 
 def _readable(target: Path) -> bool:
