@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from fpdf import FPDF
 from structlog.testing import capture_logs
 
 from vault_node.testing import NodeFactory
@@ -107,3 +108,32 @@ async def first_revision(node: Any) -> str:
     history = await node.ok("note_history", {"path": "wiki/a"})
     revision: str = history["revisions"][-1]["commit"]
     return revision
+
+
+def _secret_pdf() -> bytes:
+    document = FPDF()
+    document.set_font("helvetica", size=12)
+    for text in ("cover", "body", f"page three holds {SECRET}"):
+        document.add_page()
+        document.multi_cell(0, 10, text)
+    return bytes(document.output())
+
+
+async def test_resources_prompts_and_attachments_log_no_content(start_node: NodeFactory) -> None:
+    node = await start_node({**FILES, "attachments/s.pdf": _secret_pdf()})
+    with capture_logs() as logs:
+        await node.ok("attachment_read", {"path": "attachments/s.pdf"})
+        await node.rpc("resources/list")
+        await node.rpc("resources/read", {"uri": "secondbrain://default/wiki/a.md"})
+        await node.rpc("resources/read", {"uri": "secondbrain://default/attachments/s.pdf"})
+        await node.rpc("resources/read", {"uri": f"secondbrain://default/{TYPED}.md"})
+        for name, arguments in (
+            ("what_do_i_know", {"topic": SECRET}),
+            ("meeting_capture", {"title": TYPED, "notes": TYPED}),
+            ("daily_review", {}),
+        ):
+            await node.rpc("prompts/get", {"name": name, "arguments": arguments})
+    lines = json.dumps(logs, default=str)
+    assert any(line["event"] == "resource_read" for line in logs)
+    assert SECRET not in lines
+    assert TYPED not in lines.replace(f"{TYPED}.md", "")  # a path may be logged, never text
