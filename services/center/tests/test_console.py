@@ -272,3 +272,16 @@ async def test_with_changes_locked_the_console_answers_with_a_page(
         assert answer.status_code == 503
         assert answer.headers["content-type"].startswith("text/html")
         assert "changes are locked" in answer.text
+
+
+async def test_signing_in_again_ends_the_browsers_previous_session(
+    browsers: Callable[[], Browser],
+) -> None:
+    alice = browsers()
+    first = await alice.sign_in()
+    old = cookie_header(first, "__Host-sb_console").split(";")[0].split("=", 1)[1]
+    await alice.sign_in_operator()
+    replay = browsers()
+    replay.http.cookies.set("__Host-sb_console", old)
+    assert (await replay.get("/console/requests")).status_code == 303
+    assert "operator" in (await alice.get("/console/requests")).text

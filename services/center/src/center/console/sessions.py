@@ -44,9 +44,20 @@ def operator_fingerprint(admin_token: str | None) -> int:
     return int(digest(admin_token)[:12], 16) if admin_token else 0
 
 
-async def start(work: Change, principal: Principal, generation: int, limits: Lifetimes) -> str:
-    """A new session for `principal`; the cookie value, which only the browser keeps."""
+async def start(
+    work: Change,
+    principal: Principal,
+    generation: int,
+    limits: Lifetimes,
+    replaced: str | None = None,
+) -> str:
+    """A new session for `principal`; the cookie value, which only the browser keeps. The
+    session of the cookie it `replaced` (signing in again in the same browser) ends."""
     await prune(work.session, work.now)
+    if replaced:
+        await work.session.execute(
+            delete(ConsoleSession).where(ConsoleSession.id_hash == digest(replaced))
+        )
     cookie = secrets.token_urlsafe(32)
     work.session.add(
         ConsoleSession(

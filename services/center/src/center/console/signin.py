@@ -97,6 +97,10 @@ def _ip(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
+def _stale(back: str) -> HTMLResponse:
+    return render("message.html", 403, title="This form cannot be used", message=STALE, back=back)
+
+
 async def _failed(console: Console, reason: str) -> None:
     async with console.center.store.change(CHANNEL) as work:
         work.record("login.failure", actor=PUBLIC, object="console", reason=reason)
@@ -118,13 +122,7 @@ async def sign_in(request: Request) -> Response:
     console = console_of(request)
     checked = await _checked(request, console)
     if checked is None:
-        return render(
-            "message.html",
-            403,
-            title="This form cannot be used",
-            message=STALE,
-            back=f"{PREFIX}/sign-in",
-        )
+        return _stale(f"{PREFIX}/sign-in")
     form, pre = checked
     username, ip = form.get("username", ""), _ip(request)
     accounts = get_accounts(request, console.center)
@@ -146,7 +144,8 @@ async def sign_in(request: Request) -> Response:
         if member is None or member.password_hash != signed.password_hash:
             return _form(console, pre, 409, "The member changed while signing in; try again.")
         who = await principal(work.session, member)
-        cookie = await sessions.start(work, who, who.generation, console.limits)
+        replaced = request.cookies.get(console.cookie)
+        cookie = await sessions.start(work, who, who.generation, console.limits, replaced)
         work.record("login.success", actor=who.id, subject=who.id, object="console")
     return _signed_in(console, cookie)
 
@@ -156,13 +155,7 @@ async def sign_in_operator(request: Request) -> Response:
     console = console_of(request)
     checked = await _checked(request, console)
     if checked is None:
-        return render(
-            "message.html",
-            403,
-            title="This form cannot be used",
-            message=STALE,
-            back=f"{PREFIX}/sign-in",
-        )
+        return _stale(f"{PREFIX}/sign-in")
     form, pre = checked
     ip = _ip(request)
     if console.sign_in_limit.take(ip) is not None:
@@ -173,7 +166,8 @@ async def sign_in_operator(request: Request) -> Response:
         return _form(console, pre, 401, BAD_TOKEN)
     console.sign_in_limit.give_back(ip)
     async with console.center.store.change(CHANNEL) as work:
-        cookie = await sessions.start(work, OPERATOR, console.operator, console.limits)
+        replaced = request.cookies.get(console.cookie)
+        cookie = await sessions.start(work, OPERATOR, console.operator, console.limits, replaced)
         work.record("login.success", actor=OPERATOR_ID, subject=OPERATOR_ID, object="console")
     return _signed_in(console, cookie)
 
@@ -189,13 +183,7 @@ async def sign_out(request: Request) -> Response:
     token = (posted.get("csrf") or [""])[0]
     if session is not None:
         if not await console.forms.spend(store, token, session.id_hash):
-            return render(
-                "message.html",
-                403,
-                title="This form cannot be used",
-                message=STALE,
-                back=f"{PREFIX}/requests",
-            )
+            return _stale(f"{PREFIX}/requests")
         await sessions.end(store, session.id_hash)
         async with store.change(CHANNEL) as work:
             work.record("login.signout", actor=session.principal.id, object="console")
