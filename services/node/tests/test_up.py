@@ -23,6 +23,7 @@ import pytest
 
 from center.oauth import testing as o
 from vault_node.testing import free_port
+from vault_node.up import INSPECTOR
 
 pytestmark = pytest.mark.slow
 
@@ -255,11 +256,59 @@ def test_the_output_has_a_snippet_for_each_client_and_no_other_secret(
     assert url
     header = f'--header "Authorization: Bearer {token[1]}"'
     assert f"claude mcp add --transport http secondbrain {url[1]} {header}" in running.output
-    assert f"npx @modelcontextprotocol/inspector --cli {url[1]} --transport http" in running.output
+    assert f"npx -y {INSPECTOR} --cli {url[1]} --transport http" in running.output
     assert '"mcp-remote"' in running.output  # Claude Desktop
     assert '"url": "' + url[1] in running.output  # Cursor
     for secret in secrets_of(tmp_path / "data"):
         assert secret not in running.output
+
+
+def test_the_printed_exports_drive_the_center_cli(running: Up, tmp_path: Path) -> None:
+    lines = running.output.split("The center's CLI (secondbrain-center), as its operator:\n")[1]
+    exports = [line.strip() for line in lines.splitlines()[:2]]
+    assert [line.split("=", 1)[0] for line in exports] == [
+        "export SECONDBRAIN_CENTER_URL",
+        "export SECONDBRAIN_CENTER_ADMIN_TOKEN",
+    ]
+    assert str(tmp_path / "data" / "center" / "admin.token") in exports[1]
+    admin_token = (tmp_path / "data" / "center" / "admin.token").read_text().strip()
+    assert admin_token not in running.output
+    center = f"{sys.executable} -c 'from center.cli import main; main()'"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("SECONDBRAIN_")}
+    shell = subprocess.run(
+        ["/bin/sh", "-c", "\n".join([*exports, f"{center} member list --json"])],
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert shell.returncode == 0, shell.stderr
+    assert [m["id"] for m in json.loads(shell.stdout)["members"]] == ["owner"]
+
+
+def test_the_inspector_is_pinned_alike_in_up_the_docs_and_the_e2e_install() -> None:
+    root = Path(__file__).resolve().parents[3]
+    package = json.loads((root / "tests/e2e/inspector/package.json").read_text())
+    name, _, version = INSPECTOR.rpartition("@")
+    assert package["dependencies"] == {name: version}
+    for doc in ("README.md", "docs/quickstart.md", "docs/clients.md"):
+        text = (root / doc).read_text()
+        assert INSPECTOR in text, doc
+        assert "npx @modelcontextprotocol/inspector --cli" not in text, doc
+
+
+def test_up_help_says_what_its_data_dir_holds() -> None:
+    shown = subprocess.run(
+        [*CLI, "up", "--help"],
+        env={**os.environ, "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert "one folder per vault" not in shown
+    assert "the center's secrets and database (center/), the vaults (vaults/)" in shown
 
 
 def test_sigint_stops_both_children_and_exits_0(running: Up) -> None:

@@ -52,6 +52,15 @@ DataDir = Annotated[
         "--data-dir", envvar="SECONDBRAIN_DATA_DIR", help="Folder that holds one folder per vault."
     ),
 ]
+UpDataDir = Annotated[
+    Path,
+    typer.Option(
+        "--data-dir",
+        envvar="SECONDBRAIN_DATA_DIR",
+        help="Folder for everything `up` keeps: the center's secrets and database (center/),"
+        " the vaults (vaults/), node.yaml and the logs (logs/).",
+    ),
+]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
 ConfigPath = Annotated[
     Path | None,
@@ -147,7 +156,7 @@ def vault_check(
 
 @app.command()
 def up(
-    data_dir: DataDir = Path("data"),
+    data_dir: UpDataDir = Path("data"),
     center_port: Annotated[
         int, typer.Option(min=1, max=65535, help="Loopback port of the center.")
     ] = 2021,

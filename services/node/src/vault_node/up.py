@@ -13,6 +13,7 @@ import ctypes
 import json
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -21,6 +22,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -39,6 +41,9 @@ TOKEN_MINUTES = 90 * 24 * 60  # the longest agent token the center signs
 START_DEADLINE = 60.0
 STOP_TIMEOUT = 10.0
 DEMO_NOTES = Path(__file__).resolve().parents[4] / "bench" / "demo"
+INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
+"""Pinned: unpinned, npx on Node 20 falls back to 0.15.0, whose --cli refuses arguments for a
+URL server. This one runs on Node 20 (it is what tests/e2e/inspector installs and drives)."""
 
 
 class UpError(Exception):
@@ -342,10 +347,19 @@ def client_configs(url: str, token: str) -> dict[str, Any]:
             }
         },
         "mcp_inspector": (
-            f"npx @modelcontextprotocol/inspector --cli {url} --transport http "
+            f"npx -y {INSPECTOR} --cli {url} --transport http "
             f'--header "{header}" --method tools/list'
         ),
     }
+
+
+def center_cli(place: Place) -> list[str]:
+    """The two lines that point `secondbrain-center` at this center, as its operator."""
+    token_file = shlex.quote(str(place.center_dir / "admin.token"))
+    return [
+        f"export SECONDBRAIN_CENTER_URL={place.center_url}",
+        f'export SECONDBRAIN_CENTER_ADMIN_TOKEN="$(cat {token_file})"',
+    ]
 
 
 def summary(
@@ -355,6 +369,7 @@ def summary(
         "mcp_url": place.mcp_url,
         "token": minted["token"],
         "token_expires_at": minted["expires_at"],
+        "token_expires_at_iso": _iso(minted["expires_at"]),
         "member": OWNER,
         "center_url": place.center_url,
         "node_url": place.node_url,
@@ -362,14 +377,19 @@ def summary(
         "data_dir": str(place.data_dir),
         "logs": str(place.logs),
         "pids": {name: process.pid for name, process in children.running.items()},
+        "admin_token_file": str(place.center_dir / "admin.token"),
+        "center_cli": center_cli(place),
         "clients": client_configs(place.mcp_url, minted["token"]),
     }
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds).astimezone().isoformat(timespec="seconds")
 
 
 def render(info: dict[str, Any]) -> str:
     """The text `up` prints: where things run, the URL and token, the client snippets."""
     clients, pids = info["clients"], info["pids"]
-    expires = time.strftime("%Y-%m-%d", time.gmtime(info["token_expires_at"]))
     return "\n".join(
         [
             "secondbrain is up.",
@@ -380,7 +400,8 @@ def render(info: dict[str, Any]) -> str:
             "",
             f"MCP URL:      {info['mcp_url']}",
             f"Bearer token: {info['token']}",
-            f"              (member {info['member']}, all vaults, expires {expires})",
+            f"              (member {info['member']}, all vaults,"
+            f" expires {info['token_expires_at_iso']})",
             f"OAuth sign-in: member {info['member']}, password in {info['password_file']}",
             "              (for clients that add the MCP URL alone and open a login page)",
             "",
@@ -393,8 +414,11 @@ def render(info: dict[str, Any]) -> str:
             "Cursor (.cursor/mcp.json):",
             json.dumps(clients["cursor"], indent=2),
             "",
-            "MCP Inspector:",
+            "MCP Inspector (Node 20 or later):",
             f"  {clients['mcp_inspector']}",
+            "",
+            "The center's CLI (secondbrain-center), as its operator:",
+            *(f"  {line}" for line in info["center_cli"]),
             "",
             "Ctrl-C stops both.",
         ]
@@ -413,9 +437,10 @@ def start_services(place: Place, children: Children) -> dict[str, Any]:
     children.start("center", "center.cli", ["serve"], env)
     wait_ready(children, f"{place.center_url}/healthz", lambda body: body.get("status") == "ok")
     admin = env["SECONDBRAIN_CENTER_ADMIN_TOKEN"]
+    # Registered first: the center signs tokens only for a resource a registered node has.
+    secret = {"SECONDBRAIN_NODE_CREDENTIAL": node_credential(place, admin, vaults)}
     minted = node_token(place, owner_credential(place, admin))
     password_file = owner_password(place, admin)
-    secret = {"SECONDBRAIN_NODE_CREDENTIAL": node_credential(place, admin, vaults)}
     children.start("node", "vault_node.cli", ["serve", "--config", str(config)], secret)
     # The node refuses every token until it holds a revocation snapshot.
     wait_ready(
