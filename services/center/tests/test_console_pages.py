@@ -7,6 +7,7 @@ import html
 import json
 import re
 from collections.abc import AsyncIterator, Callable
+from html.parser import HTMLParser
 from pathlib import Path
 
 import httpx
@@ -317,3 +318,72 @@ async def test_on_every_route_a_member_reaches_nothing_of_anothers(
     assert all(t_["revoked"] is None for t_ in tokens)
     assert requests[0]["state"] == "pending"
     assert "alice" in [m["id"] for m in members]
+
+
+VOID = {"meta", "link", "input", "br", "hr", "img", "option"}
+"""Elements without a closing tag here (`option` is closed by the next one or left so)."""
+
+
+class Nesting(HTMLParser):
+    """Every element the console's templates open is closed, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.open: list[str] = []
+        self.problems: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in VOID:
+            self.open.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in VOID:
+            return
+        if not self.open or self.open[-1] != tag:
+            self.problems.append(f"</{tag}> closes {self.open[-1:] or 'nothing'}")
+            return
+        self.open.pop()
+
+
+def nesting_problems(page: str) -> list[str]:
+    parser = Nesting()
+    parser.feed(page)
+    parser.close()
+    return parser.problems + [f"<{tag}> never closed" for tag in parser.open]
+
+
+async def test_every_page_is_well_formed(browsers: Callable[[], Browser], app: FastAPI) -> None:
+    await heartbeat(app, vaults=["team"])
+    operator, alice = browsers(), browsers()
+    await operator.sign_in_operator()
+    await alice.sign_in()
+    await alice.get("/console/requests")
+    await alice.post("/console/requests", vault="team", scope="read")
+    await alice.get("/console/tokens")
+    pages = [await alice.post("/console/tokens", scope="read", resource=t.RESOURCE)]
+    async with t.client(app) as http:
+        grant = await http.post(
+            "/v1/grants",
+            json={"vault": "team", "grantee": "alice", "minutes": 20},
+            headers=t.ADMIN,
+        )
+    for path in ("/console/me", "/console/requests", "/console/grants", "/console/tokens"):
+        pages.append(await alice.get(path))
+    for path in (
+        "/console/sign-in",
+        "/console/requests",
+        "/console/members",
+        "/console/members/alice",
+        "/console/grants",
+        f"/console/grants/{grant.json()['id']}/revoke",
+        "/console/tokens",
+        "/console/nodes",
+        "/console/audit",
+    ):
+        pages.append(await operator.get(path))
+    await operator.get("/console/members")
+    pages.append(await operator.post("/console/members", id="fay", vaults="team"))
+    pages.append(await operator.post("/console/members/alice/remove"))
+    for page in pages:
+        assert page.status_code == 200, page.url
+        assert nesting_problems(page.text) == [], page.url
