@@ -155,3 +155,32 @@ async def test_initialize_declares_resources_and_prompts_without_subscriptions(
     result = (await node.rpc("initialize", {"protocolVersion": "2025-11-25"}))["result"]
     assert result["capabilities"]["resources"] == {"subscribe": False, "listChanged": False}
     assert result["capabilities"]["prompts"] == {"listChanged": False}
+
+
+@pytest.mark.asyncio
+async def test_a_result_about_a_note_carries_a_resource_link_to_it(node: Harness) -> None:
+    read = await node.call("note_read", {"path": "wiki/backoff"})
+    assert read["content"][1] == {
+        "type": "resource_link",
+        "uri": "secondbrain://default/wiki/backoff.md",
+        "name": "wiki/backoff.md",
+        "mimeType": "text/markdown",
+    }
+    put = await node.call(
+        "attachment_put", {"path": "a/x.csv", "data": base64.b64encode(b"1").decode()}
+    )
+    assert put["content"][1]["uri"] == "secondbrain://default/a/x.csv"
+    assert put["content"][1]["mimeType"] == "text/csv"
+
+
+@pytest.mark.asyncio
+async def test_no_link_for_a_dry_run_a_deletion_a_listing_or_a_blind_caller(node: Harness) -> None:
+    results = [
+        await node.call("note_create", {"path": "wiki/new", "dry_run": True}),
+        await node.call("note_delete", {"path": "wiki/backoff"}),
+        await node.call("note_list", {}),
+        await node.call("inbox_capture", {"text": "x"}, token=node.token("write")),
+    ]
+    for result in results:
+        assert not result["isError"]
+        assert [block["type"] for block in result["content"]] == ["text"]

@@ -13,7 +13,7 @@ import binascii
 import json
 from collections.abc import Callable
 from typing import Any, TypeVar
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 import structlog
 
@@ -22,10 +22,10 @@ from vault_node.errors import INVALID_PARAMS, InsufficientPermissionError, Proto
 from vault_node.tools import WORKERS
 from vault_node.tools.attachments import load, mime_of
 from vault_node.tools.base import Context
+from vault_node.tools.common import SCHEME, uri_of
 
 log = structlog.get_logger("vault_node")
 
-SCHEME = "secondbrain"
 PAGE = 100
 NOT_FOUND = -32002  # the MCP spec's code for an unknown resource
 TEMPLATES = [
@@ -40,9 +40,7 @@ TEMPLATES = [
 ]
 T = TypeVar("T")
 
-
-def uri_of(vault: str, rel: str) -> str:
-    return f"{SCHEME}://{quote(vault, safe='')}/{quote(rel, safe='/')}"
+__all__ = ["TEMPLATES", "listing", "parse_uri", "read", "uri_of"]
 
 
 def parse_uri(uri: str) -> tuple[str, str]:

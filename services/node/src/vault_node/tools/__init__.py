@@ -29,7 +29,9 @@ from vault_node.errors import (
     UnknownVaultError,
 )
 from vault_node.tools import attachments, capture, history, maint, read, write
+from vault_node.tools.attachments import mime_of
 from vault_node.tools.base import Call, Context, Param, Tool, check_arguments, suggest, text
+from vault_node.tools.common import uri_of
 from vault_node.tools.shape import encode_bytes, fit, listed, primary_count
 
 log = structlog.get_logger("vault_node")
@@ -195,11 +197,25 @@ def _success(
     if truncated:
         body = encode_bytes(payload)
     audit.results(primary_count(payload), len(body), truncated)
+    if ctx.sees_content and (link := _resource_link(payload)):
+        blocks = [*blocks, link]
     return {
         "content": [{"type": "text", "text": body.decode("utf-8", "surrogatepass")}, *blocks],
         "structuredContent": payload,
         "isError": False,
     }
+
+
+def _resource_link(payload: dict[str, Any]) -> dict[str, Any] | None:
+    """A link to the note or attachment a result is about (its `vault` and `path`), so a
+    client can show or attach it; none for a dry run or a deletion, which leave nothing."""
+    vault, path = payload.get("vault"), payload.get("path")
+    if not (isinstance(vault, str) and isinstance(path, str) and path):
+        return None
+    if payload.get("dry_run") is True or payload.get("deleted") is True:
+        return None
+    mime = "text/markdown" if path.lower().endswith(".md") else mime_of(path)
+    return {"type": "resource_link", "uri": uri_of(vault, path), "name": path, "mimeType": mime}
 
 
 def _failure(code: str, message: str) -> dict[str, Any]:

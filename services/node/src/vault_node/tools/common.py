@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import datetime as dt
 from typing import Any
+from urllib.parse import quote
 
 from vault_core import ATTACHMENT_TYPES, Note, NoteNotFoundError, Vault, paths, sections
 from vault_core.search import modified
 from vault_node.tools.shape import ANY_OBJ, BOOL, INT, STR, STRS, arr, obj
 
 __all__ = ["modified"]
+
+SCHEME = "secondbrain"
+"""Notes and attachments as MCP resources are `secondbrain://VAULT/PATH` (vault_node.resources)."""
+
+
+def uri_of(vault: str, rel: str) -> str:
+    return f"{SCHEME}://{quote(vault, safe='')}/{quote(rel, safe='/')}"
+
 
 HEADING = obj({"level": INT, "text": STR, "line": INT})
 LINK = obj({"target": STR, "anchor": STR, "alias": STR, "embed": BOOL, "line": INT})
