@@ -78,9 +78,7 @@ TOOLS = [
         "change) and message (tool and path). Use the ids with note_diff and note_restore.",
         {
             "path": text_param(PATH, required=True),
-            "limit": integer(
-                "How many revisions (1-100, else 20).", 20, reset=(1, 100)
-            ),
+            "limit": integer("How many revisions (1-100, else 20).", 20, reset=(1, 100)),
         },
         result_schema({"vault": STR, "path": STR, "revisions": arr(REVISION)}),
         "read",
@@ -95,9 +93,7 @@ TOOLS = [
         "against the working copy.",
         {
             "path": text_param(PATH, required=True),
-            "from": text_param(
-                "Older revision id from note_history (default: the previous one)."
-            ),
+            "from": text_param("Older revision id from note_history (default: the previous one)."),
             "to": text_param("Newer revision id (default: the file as it is now)."),
         },
         result_schema({"vault": STR, "path": STR, "from": STR, "to": STR, "diff": STR}),

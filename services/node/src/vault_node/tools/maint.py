@@ -412,17 +412,13 @@ TOOLS = [
         "Run it with dry_run first to see every link that would change.",
         {
             "path": text(PATH, required=True),
-            "to": text(
-                "New path, e.g. wiki/archive/old-plan.md.", required=True
-            ),
+            "to": text("New path, e.g. wiki/archive/old-plan.md.", required=True),
             "update_links": flag("Rewrite links in other notes.", True),
             "overwrite": flag(
                 "Replace a note at `to` (needs delete; it goes to the trash).",
                 False,
             ),
-            "dry_run": flag(
-                "Show the move and link updates without writing.", False
-            ),
+            "dry_run": flag("Show the move and link updates without writing.", False),
         },
         result_schema(
             {"vault": STR, "from": STR, "to": STR, "link_updates": arr(UPDATE_ROW)},
@@ -457,9 +453,7 @@ TOOLS = [
         "link to it. Use dry_run to see the notes it would create.",
         {
             "path": text(PATH, required=True),
-            "level": integer(
-                "Heading level to split at (1-6).", 2, clamp=(1, 6)
-            ),
+            "level": integer("Heading level to split at (1-6).", 2, clamp=(1, 6)),
             "dir": text("Folder for the new notes (default: the folder of the note)."),
             "dry_run": flag("Only list the notes it would create.", False),
         },
@@ -554,9 +548,7 @@ TOOLS = [
                 "Age after which a note is stale, as a span: 365d, 12w, 6m, 1y.",
                 default="365d",
             ),
-            "limit": integer(
-                "Items per category (1-100).", 15, clamp=(1, 100)
-            ),
+            "limit": integer("Items per category (1-100).", 15, clamp=(1, 100)),
             "only": choice("Just one category.", queries.REVIEW_CATEGORIES),
         },
         result_schema(

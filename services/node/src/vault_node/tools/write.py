@@ -516,9 +516,7 @@ TOOLS = [
         "to embed it. Extensions: png jpg jpeg gif webp svg pdf txt csv json yaml yml mp3 "
         "m4a wav.",
         {
-            "path": text(
-                "Path with extension, e.g. attachments/diagram.png.", required=True
-            ),
+            "path": text("Path with extension, e.g. attachments/diagram.png.", required=True),
             "data": text("The file as base64.", required=True),
             "overwrite": flag(
                 "Replace an existing file (needs delete; the old one goes to the trash).",
