@@ -64,6 +64,10 @@ class Host:
 
     def start(self) -> None:
         self.services.append(self.center.start(self.root / "center.log"))
+        # Registered (once; a restore brings the registration back): the center signs
+        # tokens only for a resource a registered node has.
+        if not self.center.admin("GET", "/v1/nodes")["nodes"]:
+            self.center.admin("POST", "/v1/nodes", {"id": "node-a", "resource": self.mcp_url})
         config = write_node_config(
             self.root / "node.yaml",
             public_url=self.node_base,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -123,3 +124,41 @@ def test_reindex_of_an_unknown_vault_is_one_clear_line(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "unknown vault: nope" in result.stdout
+
+
+def test_a_listen_port_written_as_a_bare_number_says_to_quote_it(tmp_path: Path) -> None:
+    result = run("validate", "--config", str(write_config(tmp_path, listen="3038")), cwd=tmp_path)
+    assert result.returncode == 2
+    assert '  listen: YAML read 3038 as a number; write "host:port" in quotes, e.g.' in (
+        result.stdout
+    )
+    assert "valid string" not in result.stdout
+
+
+def test_a_misspelled_setting_gets_a_did_you_mean(tmp_path: Path) -> None:
+    result = run("validate", "--config", str(write_config(tmp_path, max_stal="60s")), cwd=tmp_path)
+    assert result.returncode == 2
+    assert "  max_stal: unknown setting (did you mean 'max_stale'?); see docs/node.md" in (
+        result.stdout
+    )
+
+
+def test_serve_on_a_taken_port_refuses_in_one_line_before_opening_any_vault(
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        port = squatter.getsockname()[1]
+        config = write_config(tmp_path, listen=f'"127.0.0.1:{port}"')
+        assert run("vault", "create", "team", "--data-dir", "data", cwd=tmp_path).returncode == 0
+        result = run("serve", "--config", str(config), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"error: cannot listen on 127.0.0.1:{port} (Address already in use); stop what uses"
+        " it, or set listen (SECONDBRAIN_LISTEN) to a free port"
+    ]
+    assert result.stdout == ""  # nothing was started, opened or indexed
+    assert not (tmp_path / "data" / ".node").exists() or not any(
+        (tmp_path / "data" / ".node").rglob("*.db")
+    )

@@ -12,6 +12,7 @@ import contextlib
 import datetime as dt
 import json
 import logging
+import socket
 import sys
 import time
 from collections.abc import AsyncIterator, MutableMapping
@@ -231,8 +232,13 @@ def create_metrics_app(node: Node) -> Starlette:
     return app
 
 
-async def serve_all(main: uvicorn.Server, side: uvicorn.Server | None = None) -> None:
-    """Run the main listener and, if configured, the metrics listener until shutdown.
+async def serve_all(
+    main: uvicorn.Server,
+    side: uvicorn.Server | None = None,
+    sockets: list[socket.socket] | None = None,
+) -> None:
+    """Run the main listener (on `sockets` when bound beforehand) and, if configured, the
+    metrics listener until shutdown.
 
     A metrics listener that cannot bind is logged; the main listener keeps running.
     """
@@ -244,7 +250,7 @@ async def serve_all(main: uvicorn.Server, side: uvicorn.Server | None = None) ->
             log.error("metrics_listener_failed")  # noqa: TRY400 — uvicorn logged the cause
 
     side_task = asyncio.create_task(serve_side(side)) if side is not None else None
-    await main.serve()
+    await main.serve(sockets=sockets)
     if side is not None and side_task is not None:
         side.should_exit = True
         await side_task

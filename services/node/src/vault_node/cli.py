@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import sys
 from dataclasses import dataclass, field
 from importlib.metadata import version as package_version
@@ -31,7 +32,7 @@ from vault_core.vault import Vault, read_limited
 from vault_node.app import configure_logging, create_app, create_metrics_app, serve_all
 from vault_node.auth import KeySource
 from vault_node.config import DEFAULT_CONFIG, load_config
-from vault_node.errors import ConfigError
+from vault_node.errors import ConfigError, ListenError
 from vault_node.lock import NODE_LOCK, DataDirBusyError, exclusive
 from vault_node.up import UpError, UpOptions
 from vault_node.up import run as run_up
@@ -183,6 +184,7 @@ def serve(config_path: ConfigPath = None) -> None:
     with exclusive(config.data_dir, NODE_LOCK, "secondbrain serve"):
         configure_logging(config.log_level)
         source = config_path or Path(os.environ.get("SECONDBRAIN_CONFIG", "") or DEFAULT_CONFIG)
+        listener = bind(*config.host_port())  # before any vault is opened and indexed
         node_app = create_app(config, config_path=source if source.is_file() else None)
         side = None
         if config.metrics and config.metrics_listen:
@@ -193,7 +195,18 @@ def serve(config_path: ConfigPath = None) -> None:
         # The loop uvicorn would pick itself (uvloop where installed): its wake-ups from the
         # worker threads are cheaper, 0.05-0.1 ms a tool call in bench/bench_node.py.
         with asyncio.Runner(loop_factory=main.config.get_loop_factory()) as runner:
-            runner.run(serve_all(main, side))
+            runner.run(serve_all(main, side, [listener]))
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The main listener's socket, bound now: a taken port is one line, not a traceback
+    after start-up has indexed every vault."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family)
+    except OSError as exc:
+        reason = os.strerror(exc.errno) if exc.errno else type(exc).__name__
+        raise ListenError(host, port, reason) from None
 
 
 def _server(asgi: Any, host: str, port: int) -> uvicorn.Server:
@@ -324,6 +337,9 @@ def main() -> None:
         sys.exit(2)
     except (VaultError, VaultCliError) as exc:
         console.print(f"[red]error:[/] {exc}", highlight=False)
+        sys.exit(2)
+    except ListenError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
     except DataDirBusyError as exc:
         # plain, on stderr: one line whatever the terminal width

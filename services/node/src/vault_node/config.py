@@ -6,6 +6,7 @@ one line per problem. Secrets may be given as `env:NAME` or `file:/path`.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from pathlib import Path
@@ -317,9 +318,30 @@ def _describe(exc: ValidationError) -> list[str]:
         where = ".".join(str(part) for part in error["loc"])
         message = str(error["msg"]).removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
-            message = "unknown setting; check the spelling against docs/node.md"
+            message = "unknown setting" + _did_you_mean(where) + "; see docs/node.md"
+        elif error["type"] == "string_type" and isinstance(error["input"], bool):
+            message = (
+                f"YAML read {str(error['input']).lower()} (from yes/no/on/off) where a word is"
+                ' wanted; write the word in quotes, e.g. "off"'
+            )
+        elif error["type"] == "string_type" and isinstance(error["input"], int | float):
+            message = _quote_it(where, error["input"])
         problems += [f"{where}: {line}" if where else line for line in message.split("\n")]
     return problems
+
+
+def _did_you_mean(name: str) -> str:
+    close = difflib.get_close_matches(name.lower(), list(NodeConfig.model_fields), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _quote_it(name: str, value: object) -> str:
+    """YAML reads a bare 3038 as a number where a text is wanted: say how to write it."""
+    if name.endswith("listen"):
+        return (
+            f'YAML read {value} as a number; write "host:port" in quotes, e.g. "127.0.0.1:{value}"'
+        )
+    return f'YAML read {value} as a number; write it in quotes, e.g. "{value}"'
 
 
 def _embedding_problem(spec: str) -> str | None:

@@ -10,6 +10,7 @@ Every error a caller can see carries a code from `ERROR_CODES`: a tool error in
     │   └── ForbiddenError             forbidden
     ├── ProtocolError                  a JSON-RPC error: rpc_code plus a registry code
     ├── InsufficientPermissionError    forbidden       (HTTP 403 insufficient_scope)
+    ├── ListenError                    (startup only: the listen address cannot be bound)
     └── ConfigError                    (startup only: the process refuses to start)
 
 Library errors keep their own codes (vault_core.ERROR_CODES), which are part of
@@ -122,6 +123,17 @@ class InsufficientPermissionError(NodeError):
             )
         scope = scope_name(self.needed | self.held) or scope_name(self.needed) or "allow_all"
         super().__init__(f"{message}; ask for a grant with scope {scope}")
+
+
+class ListenError(Exception):
+    """The address `listen` names cannot be bound (taken, or not this host's); found before
+    any vault is opened or indexed."""
+
+    def __init__(self, host: str, port: int, reason: str) -> None:
+        super().__init__(
+            f"cannot listen on {host}:{port} ({reason}); stop what uses it, or set listen"
+            " (SECONDBRAIN_LISTEN) to a free port"
+        )
 
 
 class ConfigError(Exception):
