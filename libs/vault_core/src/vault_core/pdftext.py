@@ -25,6 +25,7 @@ MAX_PAGES = 200  # pages read from one file; the rest are counted, not read
 MAX_PAGE_CHARS = 20_000  # a page of dense text is about 5,000
 MAX_SECONDS = 20.0
 MEMORY_BYTES = 1024 * 1024 * 1024
+CHILD_ENV = {"PATH": os.defpath, "LC_ALL": "C.UTF-8"}
 
 
 @dataclass(frozen=True)
@@ -59,12 +60,19 @@ def extract(
     seconds = _seconds_left(seconds) if call_deadline else seconds
     try:
         done = subprocess.run(  # noqa: S603 — our own interpreter and module, no shell
-            [sys.executable, "-m", "vault_core.pdftext", str(max_pages), str(int(seconds) + 1)],
+            [
+                sys.executable,
+                "-I",
+                "-m",
+                "vault_core.pdftext",
+                str(max_pages),
+                str(int(seconds) + 1),
+            ],
             input=data,
             capture_output=True,
             timeout=seconds,
             check=False,
-            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+            env=CHILD_ENV,  # isolated, and none of the node's settings or secrets
         )
     except subprocess.TimeoutExpired as exc:
         if call_deadline:
