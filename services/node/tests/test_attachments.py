@@ -91,12 +91,23 @@ async def test_an_image_is_shrunk_until_it_fits_the_response_limit(
 
 
 @pytest.mark.asyncio
-async def test_other_attachments_are_described_not_read(node: Harness) -> None:
-    await node.ok(
-        "attachment_put", {"path": "data/x.csv", "data": base64.b64encode(b"a,b").decode()}
-    )
+async def test_a_text_attachment_reads_as_its_text(node: Harness) -> None:
+    data = base64.b64encode("a,b\n1,ü\n".encode()).decode()
+    await node.ok("attachment_put", {"path": "data/x.csv", "data": data})
     found = await node.ok("attachment_read", {"path": "data/x.csv"})
-    assert (found["kind"], found["mime"], found["bytes"]) == ("file", "text/csv", 3)
+    assert (found["kind"], found["mime"], found["text"]) == ("text", "text/csv", "a,b\n1,ü\n")
+
+
+@pytest.mark.asyncio
+async def test_audio_and_text_that_is_not_utf8_are_described_not_read(
+    start_node: NodeFactory,
+) -> None:
+    node = await start_node({"a/voice.mp3": b"ID3\x03 audio", "a/latin.txt": b"caf\xe9"})
+    audio = await node.ok("attachment_read", {"path": "a/voice.mp3"})
+    assert (audio["kind"], audio["mime"], audio["bytes"]) == ("file", "audio/mpeg", 10)
+    latin = await node.ok("attachment_read", {"path": "a/latin.txt"})
+    assert "text" not in latin
+    assert "not UTF-8" in latin["hint"]
 
 
 @pytest.mark.asyncio
@@ -155,3 +166,11 @@ async def test_a_write_only_token_cannot_read_an_attachment(start_node: NodeFact
     )
     assert reply.status_code == 403
     assert "heliotrope" not in reply.text
+
+
+@pytest.mark.asyncio
+async def test_a_long_text_attachment_is_cut_and_says_so(start_node: NodeFactory) -> None:
+    node = await start_node({"a/long.txt": "x" * 300_000}, max_response_bytes=1_048_576)
+    found = await node.ok("attachment_read", {"path": "a/long.txt"})
+    assert len(found["text"]) == 256 * 1024
+    assert found["hint"] == "the first 262144 characters of 300000 bytes"

@@ -31,8 +31,10 @@ MIME = {
     ".m4a": "audio/mp4", ".wav": "audio/wav",
 }  # fmt: skip
 RASTER = (".png", ".jpg", ".jpeg", ".gif", ".webp")
+TEXTUAL = (".txt", ".csv", ".json", ".yaml", ".yml", ".svg")
 MAX_SIDE = 1568  # the longest side models take in without scaling it down themselves
 MAX_PIXELS = 50_000_000  # refused before decoding: a decompression bomb never unpacks
+TEXT_CHARS = 256 * 1024  # of a text attachment; the result is cut to max_response_bytes as well
 IMAGE_BYTES = 1024 * 1024  # the encoded image, before base64 (and within max_response_bytes)
 
 
@@ -74,13 +76,7 @@ def read_attachment(
 ) -> Read:
     """Read one attachment: an image block for a raster image, pages `first`.. of a PDF."""
     rel, data, found = load(vault, raw)
-    kind = (
-        "image"
-        if rel.lower().endswith(RASTER)
-        else "pdf"
-        if rel.lower().endswith(".pdf")
-        else "file"
-    )
+    kind = _kind(rel.lower())
     facts: dict[str, Any] = {
         "vault": vault.name,
         "path": rel,
@@ -95,7 +91,23 @@ def read_attachment(
         return Read(facts, image)
     if kind == "pdf":
         return _pdf(facts, rel, data, first, count)
+    if kind == "text":
+        try:
+            facts["text"] = data.decode("utf-8")[:TEXT_CHARS]
+        except UnicodeDecodeError:
+            facts["hint"] = "not UTF-8 text: only its type, size and date can be shown"
+        else:
+            if len(facts["text"]) == TEXT_CHARS:
+                facts["hint"] = f"the first {TEXT_CHARS} characters of {len(data)} bytes"
     return Read(facts)
+
+
+def _kind(lowered: str) -> str:
+    if lowered.endswith(RASTER):
+        return "image"
+    if lowered.endswith(".pdf"):
+        return "pdf"
+    return "text" if lowered.endswith(TEXTUAL) else "file"
 
 
 def downscale(rel: str, data: bytes, budget: int) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -171,8 +183,8 @@ TOOLS = [
         "attachment_read",
         "Read an attachment",
         "Look at an attachment: an image comes back as an image (downscaled), a PDF as its "
-        "text with page numbers, other files as type, size and date. Find paths with "
-        "attachment_list or note_search; for notes use note_read.",
+        "text with page numbers, a text file (csv, json, …) as its text, audio as type, size "
+        "and date. Find paths with attachment_list; for notes use note_read.",
         {
             "path": text("Attachment path, e.g. attachments/diagram.png.", required=True),
             "first_page": integer("PDF: first page to read (from 1).", 1, clamp=(1, 10**6)),
@@ -187,6 +199,7 @@ TOOLS = [
                 "page_count": INT,
                 "pages": arr(obj({"page": INT, "text": STR})),
                 "next_page": INT,
+                "text": STR,
                 "hint": STR,
             },
         ),
