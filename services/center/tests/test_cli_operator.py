@@ -238,3 +238,66 @@ def test_the_help_says_what_each_option_does() -> None:
     assert "--unplaced" in added
     changed = cli("member", "set", "--help", env={"COLUMNS": "200"}).stdout
     assert '--email "" removes it' in changed
+
+
+# ---------------------------------------------------------------- the database, checked first
+
+
+def _center_env(tmp_path: Path, url: str, schema: str | None = None) -> dict[str, str]:
+    env = {
+        "SECONDBRAIN_CENTER_SECRET": t.SECRET,
+        "SECONDBRAIN_CENTER_ADMIN_TOKEN": t.ADMIN_TOKEN,
+        "SECONDBRAIN_CENTER_DATA_DIR": str(tmp_path / "center"),
+        "SECONDBRAIN_CENTER_DATABASE_URL": url,
+        "SECONDBRAIN_CENTER_PORT": "9",  # never reached: the check comes first
+    }
+    return {**env, "SECONDBRAIN_CENTER_DATABASE_SCHEMA": schema} if schema else env
+
+
+def _server_url(postgres: str | None, database: str | None = None) -> str:
+    if postgres is None:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL is not reachable; .ci/run should have started it")
+        pytest.skip("PostgreSQL is not reachable; set SECONDBRAIN_TEST_POSTGRES")
+    url = postgres.replace("postgresql://", "postgresql+asyncpg://")
+    return url if database is None else url.rsplit("/", 1)[0] + "/" + database
+
+
+@pytest.mark.parametrize("verb", ["validate", "serve"])
+def test_a_database_that_does_not_exist_is_one_line_with_the_fix(
+    verb: str, tmp_path: Path, postgres: str | None
+) -> None:
+    url = _server_url(postgres, "nosuchdb")
+    line = one_line(cli(verb, env=_center_env(tmp_path, url)))
+    host = url.split("@", 1)[1].split("/", 1)[0]
+    name, port = host.rsplit(":", 1)
+    assert line == (
+        f"error (database): database 'nosuchdb' does not exist on {host} (create it: createdb"
+        f" -h {name} -p {port} -U postgres nosuchdb)"
+    )
+
+
+@pytest.mark.parametrize("verb", ["validate", "serve"])
+def test_a_schema_that_does_not_exist_is_one_line_with_the_fix(
+    verb: str, tmp_path: Path, postgres: str | None
+) -> None:
+    url = _server_url(postgres)
+    line = one_line(cli(verb, env=_center_env(tmp_path, url, "nosuchschema")))
+    assert line == (
+        "error (database): schema 'nosuchschema' does not exist in database"
+        f" {url.rsplit('/', 1)[1]!r} (create it: CREATE SCHEMA nosuchschema; or unset"
+        " SECONDBRAIN_CENTER_DATABASE_SCHEMA to use the public schema)"
+    )
+
+
+def test_validate_connects_to_a_database_that_works(tmp_path: Path, postgres: str | None) -> None:
+    done = cli("validate", "--json", env=_center_env(tmp_path, _server_url(postgres)))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["database_check"] == "connected"
+
+
+def test_no_server_on_the_database_port_is_one_line(tmp_path: Path) -> None:
+    url = "postgresql+asyncpg://postgres@127.0.0.1:9/test"
+    line = one_line(cli("validate", env=_center_env(tmp_path, url)))
+    assert line.startswith("error (database): no PostgreSQL answers on 127.0.0.1:9 (")
+    assert line.endswith("); start it, or fix SECONDBRAIN_CENTER_DATABASE_URL")

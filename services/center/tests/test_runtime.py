@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from center import testing as t
 from center.config import Settings
 from center.db import Grant, Token
-from center.errors import ConfigError, RestartRequiredError, StorageError
+from center.errors import ConfigError, DatabaseUnusableError, RestartRequiredError
 from center.runtime import Center, open_center, prune_once
 
 
@@ -39,7 +39,7 @@ async def test_an_unreachable_database_refuses_to_start(tmp_path: Path) -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     settings = t.settings(tmp_path, database_url=f"postgresql://nobody@127.0.0.1:{port}/none")
-    with pytest.raises(StorageError, match="cannot open the database"):
+    with pytest.raises(DatabaseUnusableError, match=f"no PostgreSQL answers on 127.0.0.1:{port}"):
         async with open_center(settings):
             pass
 

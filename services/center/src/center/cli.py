@@ -8,6 +8,7 @@ accepted as flags: they come from the environment, passwords from a hidden promp
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
@@ -26,7 +27,8 @@ from center.commands import (
     token_app,
     vaults,
 )
-from center.config import ENV_PREFIX, load_settings
+from center.config import ENV_PREFIX, Settings, load_settings
+from center.db.probe import check_database
 from center.remote import (
     DEFAULT_URL,
     Json,
@@ -75,6 +77,7 @@ def serve() -> None:
     from center.app import create_app  # noqa: PLC0415 - keeps the remote verbs light
 
     settings = load_settings()
+    asyncio.run(check_database(settings))  # one line, not a traceback from start-up
     os.umask(0o077)
     uvicorn.run(
         create_app(settings),
@@ -91,15 +94,24 @@ def serve() -> None:
 def validate(as_json: Json = False) -> None:
     """Check the SECONDBRAIN_CENTER_* settings without starting (values are never shown)."""
     settings = load_settings()
+    asyncio.run(check_database(settings))
     summary = {
         "data_dir": str(settings.data_dir),
         "database": settings.backend,
+        "database_check": _database_check(settings),
         "issuer": settings.issuer,
         "kid": settings.signing_key().kid,
         "admin_token": "set" if settings.admin_token else "missing (operator routes answer 401)",
         "listen": f"{settings.host}:{settings.port}",
     }
     show(summary, as_json)
+
+
+def _database_check(settings: Settings) -> str:
+    if settings.backend != "postgresql":
+        return "a file in data_dir, made at the first start"
+    found = f", schema {settings.database_schema!r} found" if settings.database_schema else ""
+    return f"connected{found}"
 
 
 @app.command("public-key")

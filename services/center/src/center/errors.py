@@ -19,6 +19,7 @@ next, and never holds a secret, a token, a password or a credential.
     └── UnavailableError        503  unavailable
         ├── RestartRequiredError 503 restart_required: persistence failed; changes are locked
         ├── StorageError        503  storage: the database did not answer
+        ├── DatabaseUnusableError 503 database: the configured database cannot be used
         ├── AuditChainError     503  audit_broken: the audit log fails verification
         └── MailError           503  mail_failed: the mail server did not take a message
 """
@@ -145,6 +146,14 @@ class StorageError(UnavailableError):
     def __init__(self, problem: str) -> None:
         super().__init__(f"the database did not complete the operation ({problem}); retry later")
         self.problem = problem
+
+
+class DatabaseUnusableError(UnavailableError):
+    """The configured database cannot be used as set up (missing database or schema, a
+    refused user, no server): found at `validate` and before `serve` starts; the message
+    is one line that says what to fix."""
+
+    code = "database"
 
 
 class AuditChainError(UnavailableError):

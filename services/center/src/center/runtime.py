@@ -23,7 +23,8 @@ from center.audit import AuditLog, JsonlAudit, TableAudit
 from center.auth import Authenticator
 from center.config import Settings
 from center.db import make_engine, migrate, private_dir, private_file
-from center.errors import CenterError, ConfigError, StorageError
+from center.db.probe import describe
+from center.errors import CenterError, ConfigError, DatabaseUnusableError, StorageError
 from center.keyring import Keyring
 from center.log import get_logger
 from center.passwords import Passwords
@@ -95,6 +96,8 @@ async def _start(store: Store) -> None:
     try:
         await migrate(store.engine)
     except (SQLAlchemyError, OSError) as exc:
+        if store.engine.dialect.name == "postgresql":
+            raise DatabaseUnusableError(describe(store.engine.url, exc)) from None
         raise StorageError(f"cannot open the database: {type(exc).__name__}") from None
     try:
         await store.start()
