@@ -321,6 +321,20 @@ def stack(
             setup.compose("down", "--volumes", timeout=300)
 
 
+def wait_proxied(stack: Stack, host: str) -> None:
+    """Until the proxy reaches the service again (502 while it has no address for it)."""
+    end = time.monotonic() + DEADLINE
+    with stack.http() as http:
+        while time.monotonic() < end:
+            try:
+                if http.get(f"{public(host)}/healthz").status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.5)
+    pytest.fail(f"the proxy never reached {host} again")
+
+
 def owner_token(stack: Stack) -> str:
     """An owner of every vault, made through the proxy, and its agent token."""
     with stack.operator() as http:
@@ -485,6 +499,7 @@ async def test_a_restarted_node_keeps_its_vaults_index_and_history(
         )
     podman("restart", container("node-a"), timeout=120)
     wait_healthy(container("node-a"))
+    wait_proxied(stack, "node-a")  # a restarted container has a new address: Caddy finds it
     async with mcp_session(url, token, stack.tls) as session:
         read = await call(session, "note_read", {"vault": "team", "path": "wiki/survivor"})
         found = await call(session, "note_search", {"vault": "team", "query": "zanzibar"})
@@ -504,3 +519,4 @@ async def test_reads_go_on_while_the_center_is_stopped(stack: Stack, token: str)
     finally:
         podman("start", container("center"), timeout=120)
         wait_healthy(container("center"))
+        wait_proxied(stack, "center")
