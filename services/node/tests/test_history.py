@@ -86,6 +86,35 @@ async def test_note_restore_recovers_a_deleted_note(node: Harness) -> None:
     assert (await node.ok("note_read", {"path": "raw/article"}))["title"] == "An article"
 
 
+async def test_note_history_follows_a_move_back_to_the_old_path(node: Harness) -> None:
+    await edit_twice(node)
+    await node.ok("note_move", {"path": "wiki/backoff", "to": "wiki/retry"})
+    await node.ok("note_edit", {"path": "wiki/retry", "old_string": "J2", "new_string": "J3"})
+    revisions = (await node.ok("note_history", {"path": "wiki/retry"}))["revisions"]
+    assert [(r["message"].split(":")[0], r["path"]) for r in revisions] == [
+        ("note_edit", "wiki/retry.md"),
+        ("note_move", "wiki/retry.md"),
+        ("note_edit", "wiki/backoff.md"),
+        ("note_edit", "wiki/backoff.md"),
+        ("vault_import", "wiki/backoff.md"),
+    ]
+    before = revisions[2]["commit"]
+    old = await node.ok("note_diff", {"path": "wiki/backoff", "from": before, "to": before})
+    assert old["diff"] == "(no difference)"
+
+
+async def test_note_diff_after_delete_and_restore_compares_with_the_last_revision_with_it(
+    node: Harness,
+) -> None:
+    revisions = await edit_twice(node)
+    await node.ok("note_delete", {"path": "wiki/backoff"})
+    await node.ok("note_restore", {"path": "wiki/backoff", "revision": revisions[1]["commit"]})
+    latest = await node.ok("note_diff", {"path": "wiki/backoff"})
+    assert latest["from"] == revisions[0]["commit"]
+    assert "-Exponential backoff with J2." in latest["diff"]
+    assert "+Exponential backoff with J1." in latest["diff"]
+
+
 async def test_note_restore_errors(node: Harness) -> None:
     first = (await node.ok("note_history", {"path": "wiki/backoff"}))["revisions"][-1]["commit"]
     assert (await node.fails("note_restore", {"path": "wiki/new", "revision": first}))[0] == (

@@ -32,6 +32,7 @@ from dulwich import errors as git_errors
 from dulwich import index as git_index
 from dulwich import porcelain
 from dulwich.client import default_urllib3_manager
+from dulwich.diff_tree import RenameDetector
 from dulwich.file import FileLocked, GitFile
 from dulwich.ignore import IgnoreFilterManager
 from dulwich.objects import (
@@ -57,6 +58,7 @@ PACK_EVERY = 200  # commits between background packs; fewer loose objects are le
 PACK_LIMIT = 20  # more packs than this are consolidated into one
 LOCK_AGE = 5.0  # seconds a git lock file may be held by a live git before it is stale
 CLOSE_WAIT = 10.0  # seconds close() waits for a running push or pack
+PREVIOUS_SEARCH = 100  # commits note_diff looks back for one that still had a deleted note
 PUSH_TIMEOUT = 60.0  # seconds an HTTP push may stall before it fails
 _HEAD = Ref(b"HEAD")
 _ZERO = ObjectID(b"0" * 40)
@@ -88,6 +90,8 @@ class Revision:
     when: str
     author: str
     message: str
+    path: str = ""
+    """Where the note was in this commit: differs from the path asked for before a move."""
 
 
 class GitStore:
@@ -169,10 +173,11 @@ class GitStore:
         return sha
 
     def history(self, path: str, limit: int = 20) -> list[Revision]:
-        """Commits that added, changed or deleted `path`, newest first, at most `limit`;
-        NotFoundError when the repository has no commits at all."""
+        """Commits that added, changed, moved or deleted `path`, newest first, at most
+        `limit`, following moves back (as `git log --follow`): each names the note's path
+        in that commit. NotFoundError when the repository has no commits at all."""
         with self._lock, _translated("history"):
-            return [_revision(commit) for commit in self._touching(path, limit)]
+            return [_revision(commit, at) for commit, at in self._followed(path, limit)]
 
     def resolve(self, revision: str) -> str:
         """The full sha of the commit named by a full or abbreviated (4+ hex) id."""
@@ -204,11 +209,15 @@ class GitStore:
         return data.as_raw_string()
 
     def previous_revision(self, path: str) -> str | None:
-        """The full sha of the second-newest commit touching `path` (the newest if only one
-        does, None if none does): the default `from` of note_diff."""
+        """The full sha of the newest commit before the last change of `path` that still
+        had it (a delete undone by a restore is stepped over), else the newest commit
+        touching it, None if none does: the default `from` of note_diff."""
+        key = _checked(path).encode()
         with self._lock, _translated("history"):
-            commits = self._touching(path, 2)
-        return commits[-1].id.decode() if commits else None
+            commits = self._touching(path, PREVIOUS_SEARCH)
+            held = (c for c in commits[1:] if self._lookup(ObjectID(c.tree), key) is not None)
+            found = next(held, commits[0] if commits else None)
+        return found.id.decode() if found is not None else None
 
     def diff(
         self, path: str, from_rev: str, to_rev: str | None, working_copy: bytes | None = None
@@ -377,15 +386,37 @@ class GitStore:
 
     def _touching(self, path: str, limit: int) -> list[Commit]:
         key = _checked(path).encode()
+        walker = self._repo.get_walker(
+            include=[self._head(path)], paths=[key], max_entries=limit, simplify_history=True
+        )
+        return [entry.commit for entry in walker]
+
+    def _followed(self, path: str, limit: int) -> list[tuple[Commit, str]]:
+        """The commits touching `path` and, past a move, the path it had before, each with
+        the note's path in that commit."""
+        current = _checked(path).encode()
+        walker = self._repo.get_walker(
+            include=[self._head(path)],
+            paths=[current],
+            max_entries=limit,
+            follow=True,
+            rename_detector=RenameDetector(self._repo.object_store),
+        )
+        found = []
+        for entry in walker:
+            found.append((entry.commit, current.decode("utf-8", "replace")))
+            for change in _flat(entry.changes()):
+                if change.type == "rename" and change.new.path == current and change.old.path:
+                    current = change.old.path
+        return found
+
+    def _head(self, path: str) -> ObjectID:
         head = self._open_repo().refs.follow(_HEAD)[1]
         if head is None:
             raise errors.NotFoundError(
                 f"no history yet for {path}; nothing has been committed in this vault yet"
             )
-        walker = self._repo.get_walker(
-            include=[head], paths=[key], max_entries=limit, simplify_history=True
-        )
-        return [entry.commit for entry in walker]
+        return head
 
     def _push(self) -> None:
         assert self._remote is not None
@@ -753,11 +784,19 @@ def _new_commit(
     return commit
 
 
-def _revision(commit: Commit) -> Revision:
+def _revision(commit: Commit, path: str = "") -> Revision:
     when = datetime.fromtimestamp(commit.author_time, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     author = commit.author.decode("utf-8", "replace").partition("<")[0].strip()
     message = commit.message.decode("utf-8", "replace").split("\n", 1)[0]
-    return Revision(commit.id.decode()[:12], when, author, message)
+    return Revision(commit.id.decode()[:12], when, author, message, path)
+
+
+def _flat(changes: Any) -> list[Any]:
+    """A walk entry's changes: a list of TreeChange, or (for a merge) a list of lists."""
+    out: list[Any] = []
+    for change in changes:
+        out.extend(change if isinstance(change, list) else [change])
+    return out
 
 
 def _unified(path: str, old: bytes, new: bytes, old_label: str, new_label: str) -> str:

@@ -68,14 +68,15 @@ def note_restore(call: Call) -> dict[str, Any]:
     return {**result.response(), "restored_from": sha[:12]}
 
 
-REVISION = obj({"commit": STR, "when": STR, "author": STR, "message": STR})
+REVISION = obj({"commit": STR, "when": STR, "author": STR, "message": STR, "path": STR})
 
 TOOLS = [
     Tool(
         "note_history",
         "History of a note",
-        "The commits that changed a note, newest first: short id, time, author (who made the "
-        "change) and message (tool and path). Use the ids with note_diff and note_restore.",
+        "The commits that changed a note, newest first, following moves back: short id, "
+        "time, author (who made the change), message (tool and path) and the note's path in "
+        "that commit. Use the ids with note_diff and note_restore.",
         {
             "path": text_param(PATH, required=True),
             "limit": integer("How many revisions (1-100, else 20).", 20, reset=(1, 100)),
