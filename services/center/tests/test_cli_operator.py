@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -243,13 +244,19 @@ def test_the_help_says_what_each_option_does() -> None:
 # ---------------------------------------------------------------- the database, checked first
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def _center_env(tmp_path: Path, url: str, schema: str | None = None) -> dict[str, str]:
     env = {
         "SECONDBRAIN_CENTER_SECRET": t.SECRET,
         "SECONDBRAIN_CENTER_ADMIN_TOKEN": t.ADMIN_TOKEN,
         "SECONDBRAIN_CENTER_DATA_DIR": str(tmp_path / "center"),
         "SECONDBRAIN_CENTER_DATABASE_URL": url,
-        "SECONDBRAIN_CENTER_PORT": "9",  # never reached: the check comes first
+        "SECONDBRAIN_CENTER_PORT": str(free_port()),  # bound, then the database is checked
     }
     return {**env, "SECONDBRAIN_CENTER_DATABASE_SCHEMA": schema} if schema else env
 
@@ -294,6 +301,21 @@ def test_validate_connects_to_a_database_that_works(tmp_path: Path, postgres: st
     done = cli("validate", "--json", env=_center_env(tmp_path, _server_url(postgres)))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["database_check"] == "connected"
+
+
+def test_serve_on_a_taken_port_is_one_line_before_anything_opens(tmp_path: Path) -> None:
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        port = squatter.getsockname()[1]
+        env = {**_center_env(tmp_path, "unused"), "SECONDBRAIN_CENTER_PORT": str(port)}
+        del env["SECONDBRAIN_CENTER_DATABASE_URL"]
+        line = one_line(cli("serve", env=env))
+    assert line == (
+        f"error (listen): cannot listen on 127.0.0.1:{port} (Address already in use); stop what"
+        " uses it, or set SECONDBRAIN_CENTER_PORT (or SECONDBRAIN_CENTER_HOST) to a free one"
+    )
+    assert not (tmp_path / "center").exists()
 
 
 def test_no_server_on_the_database_port_is_one_line(tmp_path: Path) -> None:

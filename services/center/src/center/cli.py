@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -29,6 +30,7 @@ from center.commands import (
 )
 from center.config import ENV_PREFIX, Settings, load_settings
 from center.db.probe import check_database
+from center.errors import ListenError
 from center.remote import (
     DEFAULT_URL,
     Json,
@@ -77,16 +79,22 @@ def serve() -> None:
     from center.app import create_app  # noqa: PLC0415 - keeps the remote verbs light
 
     settings = load_settings()
-    asyncio.run(check_database(settings))  # one line, not a traceback from start-up
+    # Checked first, each one line: the port, then the database; never a start-up traceback.
+    listener = _bind(settings.host, settings.port)
+    asyncio.run(check_database(settings))
     os.umask(0o077)
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        log_config=None,
-        access_log=False,
-        server_header=False,
+    config = uvicorn.Config(
+        create_app(settings), log_config=None, access_log=False, server_header=False
     )
+    uvicorn.Server(config).run(sockets=[listener])
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family)
+    except OSError as exc:
+        raise ListenError(host, port, os.strerror(exc.errno) if exc.errno else str(exc)) from None
 
 
 @app.command()

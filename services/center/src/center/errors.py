@@ -6,6 +6,7 @@ next, and never holds a secret, a token, a password or a credential.
 
     CenterError
     ├── ConfigError                  settings rejected at start (the value is never shown)
+    ├── ListenError                  serve cannot bind its host and port (found before start)
     ├── InvalidArgumentError    400  invalid_argument: a field is malformed or inconsistent
     │   └── InvalidTargetError  400  invalid_target: a resource no registered node has
     ├── UnauthorizedError       401  unauthorized: no, unknown or wrong kind of bearer
@@ -46,6 +47,18 @@ class ConfigError(CenterError):
     def __init__(self, problems: list[str]) -> None:
         super().__init__("configuration rejected:\n  " + "\n  ".join(problems))
         self.problems = problems
+
+
+class ListenError(CenterError):
+    """`serve` cannot bind SECONDBRAIN_CENTER_HOST:PORT; found before anything is opened."""
+
+    code = "listen"
+
+    def __init__(self, host: str, port: int, reason: str) -> None:
+        super().__init__(
+            f"cannot listen on {host}:{port} ({reason}); stop what uses it, or set"
+            " SECONDBRAIN_CENTER_PORT (or SECONDBRAIN_CENTER_HOST) to a free one"
+        )
 
 
 class InvalidArgumentError(CenterError):
