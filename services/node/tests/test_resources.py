@@ -149,12 +149,13 @@ async def test_the_template_names_notes_by_vault_and_path(node: Harness) -> None
 
 
 @pytest.mark.asyncio
-async def test_initialize_declares_resources_and_prompts_without_subscriptions(
+async def test_initialize_declares_resources_prompts_and_completions_without_subscriptions(
     node: Harness,
 ) -> None:
     result = (await node.rpc("initialize", {"protocolVersion": "2025-11-25"}))["result"]
     assert result["capabilities"]["resources"] == {"subscribe": False, "listChanged": False}
     assert result["capabilities"]["prompts"] == {"listChanged": False}
+    assert result["capabilities"]["completions"] == {}
 
 
 @pytest.mark.asyncio

@@ -43,6 +43,7 @@ async def test_initialize_echoes_a_supported_version(node: Harness, offered: str
         "tools": {"listChanged": False},
         "resources": {"subscribe": False, "listChanged": False},
         "prompts": {"listChanged": False},
+        "completions": {},
     }
 
 

@@ -40,7 +40,7 @@ TEMPLATES = [
 ]
 T = TypeVar("T")
 
-__all__ = ["TEMPLATES", "listing", "parse_uri", "read", "uri_of"]
+__all__ = ["TEMPLATES", "listing", "opened", "parse_uri", "read", "run", "uri_of", "visible_vaults"]
 
 
 def parse_uri(uri: str) -> tuple[str, str]:

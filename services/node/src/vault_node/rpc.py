@@ -19,7 +19,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from vault_node import instructions, prompts, resources, tools
+from vault_node import completions, instructions, prompts, resources, tools
 from vault_node.auth import AuthFailure, authenticate, forbidden, unauthorized
 from vault_node.config import NodeConfig
 from vault_node.errors import (
@@ -344,6 +344,8 @@ async def dispatch(ctx: Context, method: str, params: Any) -> dict[str, Any]:
         return prompts.listing(ctx)
     if method == "prompts/get":
         return await prompts.get(ctx, params)
+    if method == "completion/complete":
+        return await completions.complete(ctx, params)
     if method in NOTIFICATIONS:
         return {}
     raise ProtocolError(METHOD_NOT_FOUND, "method_not_found", f"unknown method: {method[:80]}")
@@ -360,6 +362,7 @@ def initialize(ctx: Context, params: Any) -> dict[str, Any]:
             "tools": {"listChanged": False},
             "resources": {"subscribe": False, "listChanged": False},
             "prompts": {"listChanged": False},
+            "completions": {},
         },
         "serverInfo": {"name": "secondbrain", "version": VERSION},
         "instructions": instructions.compose(ctx),
