@@ -11,11 +11,14 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+import typer
 
 from center import testing as t
+from center.cli import app
 from center.config import Settings
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
@@ -323,3 +326,24 @@ def test_no_server_on_the_database_port_is_one_line(tmp_path: Path) -> None:
     line = one_line(cli("validate", env=_center_env(tmp_path, url)))
     assert line.startswith("error (database): no PostgreSQL answers on 127.0.0.1:9 (")
     assert line.endswith("); start it, or fix SECONDBRAIN_CENTER_DATABASE_URL")
+
+
+def _options(command: Any, prefix: str = "") -> list[tuple[str, str]]:
+    subs = getattr(command, "commands", {})
+    if subs:
+        return [found for name, sub in subs.items() for found in _options(sub, f"{prefix} {name}")]
+    return [
+        (prefix.strip(), flag)
+        for param in command.params
+        if isinstance(param, typer.core.TyperOption)
+        for flag in param.opts
+        if flag.startswith("--") and flag not in ("--url", "--json", "--help")
+    ]
+
+
+def test_every_option_of_every_verb_is_in_the_guide() -> None:
+    guide = (Path(__file__).parents[3] / "docs" / "center.md").read_text()
+    options = _options(typer.main.get_command(app))
+    assert ("member add", "--unplaced") in options
+    assert ("request approve", "--as-member") in options
+    assert [found for found in options if found[1] not in guide] == []
