@@ -221,6 +221,7 @@ def test_times_print_as_iso_8601_and_json_keeps_the_number_beside(
 def test_a_wide_listing_folds_into_records_instead_of_cutting_ids(
     admin: dict[str, str], node: str
 ) -> None:
+    assert cli("request", "list", env=admin).stdout == "(none)\n"
     long_id = "a-member-with-a-rather-long-identifier-0123456789"
     rita = member(admin, long_id, "--vault", "team", "--email", "someone.long@example.com")
     reason = "the quarterly review needs the ops notes"

@@ -220,6 +220,9 @@ def print_table(
     """Rows as a table of `columns`; lists are joined with commas, None shows as -. A table
     wider than the terminal (or a pipe's 80 columns) would cut ids, so each row is then
     printed as `name: value` lines, rows apart by a blank line."""
+    if not rows:
+        console.print("(none)", highlight=False)
+        return
     cells = [[_cell(row.get(column), column) for column in columns] for row in rows]
     widths = [
         max(map(cell_len, [column, *(line[n] for line in cells)]))
