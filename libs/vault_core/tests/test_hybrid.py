@@ -123,3 +123,11 @@ def test_score_fusion_keeps_a_one_sided_hit_and_lifts_a_two_sided_one() -> None:
     )
     assert fused["a"] == pytest.approx(1.0)
     assert set(fused) == {"a", "b", "c"}
+
+
+def test_a_word_one_note_holds_does_not_bring_unrelated_notes_by_meaning(
+    vault: tuple[Index, VectorStore],
+) -> None:
+    index, vectors = vault
+    found = hybrid.find(index, vectors, "zettelkasten")
+    assert paths(found) == ["misc/zettel.md"]
