@@ -131,3 +131,30 @@ def test_a_word_one_note_holds_does_not_bring_unrelated_notes_by_meaning(
     index, vectors = vault
     found = hybrid.find(index, vectors, "zettelkasten")
     assert paths(found) == ["misc/zettel.md"]
+
+
+def test_a_question_in_german_finds_the_german_note_of_a_pair(tmp_path: Path) -> None:
+    make_vault(tmp_path, {
+        "en/backlinks.md": "# Backlinks\n\nThe backlinks pane shows which notes link to the"
+        " note you are reading.\n",
+        "de/rueckverweise.md": "# Rückverweise\n\nDer Bereich Rückverweise zeigt, welche Notizen"
+        " auf die Notiz verlinken, die du gerade liest.\n",
+        "en/canvas.md": "# Canvas\n\nArrange notes on an infinite board.\n",
+    })  # fmt: skip
+    index = Index.open(tmp_path / "test", "test")
+    index.reconcile()
+    model = embedding.shared(embedding.BUNDLED)
+    assert model is not None
+    vectors = VectorStore(index, model).start()
+    try:
+        end = time.monotonic() + 60
+        while not vectors.ready() and time.monotonic() < end:
+            time.sleep(0.02)
+        found = hybrid.find(
+            index, vectors, "Wie sehe ich, welche Notizen auf meine Notiz verweisen?"
+        )
+        assert found.mode == "hybrid"
+        assert paths(found)[0] == "de/rueckverweise.md"
+    finally:
+        vectors.stop()
+        index.close()
