@@ -153,12 +153,14 @@ def test_serve_on_a_taken_port_refuses_in_one_line_before_opening_any_vault(
         config = write_config(tmp_path, listen=f'"127.0.0.1:{port}"')
         assert run("vault", "create", "team", "--data-dir", "data", cwd=tmp_path).returncode == 0
         result = run("serve", "--config", str(config), cwd=tmp_path)
+        checked = run("validate", "--config", str(config), cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
         f"error: cannot listen on 127.0.0.1:{port} (Address already in use); stop what uses"
         " it, or set listen (SECONDBRAIN_LISTEN) to a free port"
     ]
     assert result.stdout == ""  # nothing was started, opened or indexed
+    assert f"listen: cannot listen on 127.0.0.1:{port} (Address already in use)" in (checked.stdout)
     assert not (tmp_path / "data" / ".node").exists() or not any(
         (tmp_path / "data" / ".node").rglob("*.db")
     )

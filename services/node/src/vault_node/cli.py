@@ -258,6 +258,16 @@ def validate(config_path: ConfigPath = None) -> None:
     )
     print(config.metrics_summary())
     print(config.heartbeat_summary())
+    print(_listen_summary(*config.host_port()))
+
+
+def _listen_summary(host: str, port: int) -> str:
+    """Whether `serve` could bind `listen` now (a running node of this config holds it)."""
+    try:
+        bind(host, port).close()
+    except ListenError as exc:
+        return f"listen: {exc} (unless it is this node, already running)"
+    return f"listen: {host}:{port} is free"
 
 
 @app.command()
