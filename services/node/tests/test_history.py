@@ -99,8 +99,12 @@ async def test_note_history_follows_a_move_back_to_the_old_path(node: Harness) -
         ("vault_import", "wiki/backoff.md"),
     ]
     before = revisions[2]["commit"]
-    old = await node.ok("note_diff", {"path": "wiki/backoff", "from": before, "to": before})
-    assert old["diff"] == "(no difference)"
+    across = await node.ok("note_diff", {"path": "wiki/retry", "from": before})
+    assert "-Exponential backoff with J2." in across["diff"]
+    assert "+Exponential backoff with J3." in across["diff"]
+    await node.ok("note_restore", {"path": "wiki/retry", "revision": revisions[4]["commit"]})
+    assert "with jitter." in (node.data / "default/wiki/retry.md").read_text()
+    assert not (node.data / "default/wiki/backoff.md").exists()
 
 
 async def test_note_diff_after_delete_and_restore_compares_with_the_last_revision_with_it(

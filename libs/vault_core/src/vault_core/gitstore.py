@@ -195,11 +195,15 @@ class GitStore:
         return found[0].decode()
 
     def contents(self, path: str, revision: str) -> bytes:
-        """The bytes of `path` as committed in `revision`."""
+        """The bytes of `path` as committed in `revision`, under the name the note had then
+        if it was moved since (as note_history follows it)."""
         key = _checked(path).encode()
         sha = ObjectID(self.resolve(revision).encode())
         with self._lock, _translated("contents"):
-            entry = self._lookup(self._tree_of(sha), key)
+            tree = self._tree_of(sha)
+            entry = self._lookup(tree, key)
+            if entry is None and (then := self._path_then(path, sha)) is not None:
+                entry = self._lookup(tree, then)
             data = None
             if entry is not None and not (stat.S_ISDIR(entry[0]) or S_ISGITLINK(entry[0])):
                 data = self._repo.object_store[entry[1]]
@@ -409,6 +413,18 @@ class GitStore:
                 if change.type == "rename" and change.new.path == current and change.old.path:
                     current = change.old.path
         return found
+
+    def _path_then(self, path: str, sha: ObjectID) -> bytes | None:
+        """The path the note now at `path` had in commit `sha`: that of `sha` if it touched
+        the note, else of the newest followed commit no newer than it; None if unchanged."""
+        target = self._repo.object_store[sha]
+        if not isinstance(target, Commit):
+            return None
+        followed = self._followed(path, PREVIOUS_SEARCH)
+        exact = [at for commit, at in followed if commit.id == sha]
+        older = [at for commit, at in followed if commit.commit_time <= target.commit_time]
+        then = next(iter(exact or older), None)
+        return then.encode() if then is not None and then != _checked(path) else None
 
     def _head(self, path: str) -> ObjectID:
         head = self._open_repo().refs.follow(_HEAD)[1]
