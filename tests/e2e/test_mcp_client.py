@@ -174,7 +174,7 @@ async def test_a_write_refused_for_a_read_token_tells_the_sdk_caller_what_to_ask
         "note_create needs the write permission, which your token does not hold (it has read);"
         " ask for a grant with scope read_write"
     )
-    assert error.data == {"code": "insufficient_scope", "status": 403, "scope": "write"}
+    assert error.data == {"code": "forbidden", "status": 403, "scope": "write"}
     assert "Server returned an error response" not in str(refused.value)
 
 

@@ -193,7 +193,7 @@ async def test_a_missing_permission_is_403_insufficient_scope(
     response = await node.post(call_message(tool, arguments), token=token)
     assert response.status_code == 403
     body = response.json()
-    data = {"code": "insufficient_scope", "status": 403, "scope": needed}
+    data = {"code": "forbidden", "status": 403, "scope": needed}
     error = {"code": -32001, "data": data, **message(body["error"])}
     assert body == {"jsonrpc": "2.0", "id": 7, "error": error}
     assert body["error"]["message"].startswith(f"{tool} needs the ")

@@ -107,7 +107,7 @@ async def test_every_other_tool_is_refused_naming_the_scope_it_needs(node: Harne
         assert 'error="insufficient_scope"' in challenge
         assert "read" in challenge.split('scope="', 1)[1].split('"', 1)[0].split(), tool.name
         body = response.json()
-        assert (body["id"], body["error"]["data"]["code"]) == (1, "insufficient_scope")
+        assert (body["id"], body["error"]["data"]["code"]) == (1, "forbidden")
         text = body["error"]["message"]
         assert text.startswith(f"{tool.name} needs the ")
         assert "it has write" in text

@@ -86,7 +86,7 @@ def forbidden(
         f'Bearer error="insufficient_scope", scope="{scope}", '
         f'resource_metadata="{config.metadata_url}"'
     )
-    data = {"code": "insufficient_scope", "status": 403, "scope": scope}
+    data = {"code": "forbidden", "status": 403, "scope": scope}
     body = {
         "jsonrpc": "2.0",
         "id": request_id,
