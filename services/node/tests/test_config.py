@@ -153,3 +153,14 @@ def test_durations_read_like_go(text: str, seconds: float) -> None:
 def test_yaml_that_is_not_a_mapping_is_refused(tmp_path: Path) -> None:
     assert "must be a mapping" in problems(write(tmp_path, "- a\n- b\n"))[0]
     assert "not valid YAML" in problems(write(tmp_path, "a: [\n"))[0]
+
+
+@pytest.mark.parametrize(
+    ("written", "meant"),
+    [("off", "off"), ("false", "off"), ("on", "bundled"), ("bundled", "bundled")],
+)
+def test_embedding_off_written_bare_in_yaml_means_off(
+    tmp_path: Path, written: str, meant: str
+) -> None:
+    config = load_config(write(tmp_path, BASE + f"embedding: {written}\n"))
+    assert config.embedding == meant

@@ -116,6 +116,14 @@ class NodeConfig(BaseSettings):
     def _origins_list(cls, value: Any) -> Any:
         return _split_list(value)
 
+    @field_validator("embedding", mode="before")
+    @classmethod
+    def _embedding_word(cls, value: Any) -> Any:
+        # YAML 1.1 reads a bare `off` (and `no`, `false`) as false, and `on` as true.
+        if isinstance(value, bool):
+            return "bundled" if value else "off"
+        return value.strip() if isinstance(value, str) else value
+
     @field_validator("public_url", "center_url", "issuer")
     @classmethod
     def _no_trailing_slash(cls, value: str) -> str:
