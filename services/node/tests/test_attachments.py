@@ -174,3 +174,21 @@ async def test_a_long_text_attachment_is_cut_and_says_so(start_node: NodeFactory
     found = await node.ok("attachment_read", {"path": "a/long.txt"})
     assert len(found["text"]) == 256 * 1024
     assert found["hint"] == "the first 262144 characters of 300000 bytes"
+
+
+@pytest.mark.asyncio
+async def test_note_search_finds_a_pdf_by_a_phrase_on_its_third_page(
+    start_node: NodeFactory,
+) -> None:
+    node = await start_node({"docs/plan.pdf": pdf_of(PAGES), "wiki/a.md": "# A\n\nroadmap\n"})
+    found = await node.ok("note_search", {"query": "when does the heliotrope migration finish?"})
+    (hit,) = found["hits"]
+    assert hit["path"] == "docs/plan.pdf"
+    assert hit["kind"] == "attachment"
+    assert "<<heliotrope>>" in hit["snippet"]
+    notes = await node.ok("note_search", {"query": "roadmap"})
+    assert {h["path"]: h["kind"] for h in notes["hits"]} == {
+        "wiki/a.md": "note", "docs/plan.pdf": "attachment",
+    }  # fmt: skip
+    read = await node.ok("attachment_read", {"path": hit["path"]})
+    assert "heliotrope" in repr(read)

@@ -7,7 +7,7 @@ links that could point to it, so a write costs the same at 100 or 50,000 notes.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = "3"  # 3: CJK characters stored as single-character tokens (query.spaced)
+SCHEMA_VERSION = "4"  # 3: CJK characters as single-character tokens; 4: PDF page text
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);

@@ -37,6 +37,7 @@ class Hit:
     modified: str
     bytes: int
     matched: list[str] = field(default_factory=list)  # why: "words", "meaning" or both
+    kind: str = "note"  # or "attachment": a PDF found by what its pages say
     section: str = ""  # for a match by meaning: the heading of the closest section
 
 
@@ -120,9 +121,10 @@ TAGS = "(SELECT group_concat(t.tag, char(31)) FROM tags t WHERE t.path = n.path)
 
 def ranked_sql(where: list[str]) -> str:
     """The one statement behind a text search (the benchmark runs it raw, too)."""
-    clause = " AND ".join(["notes_fts MATCH ?", "rank MATCH ?", "n.is_note = 1", *where])
+    clause = " AND ".join(["notes_fts MATCH ?", "rank MATCH ?", *where])
     return (
-        f"SELECT n.path, n.title, -rank, notes_fts.body, n.mtime, n.size, {TAGS}, n.rowid"
+        f"SELECT n.path, n.title, -rank, notes_fts.body, n.mtime, n.size, {TAGS}, n.rowid,"
+        " n.is_note"
         f" FROM notes_fts JOIN notes n ON n.rowid = notes_fts.rowid WHERE {clause}"
         " ORDER BY rank LIMIT ? OFFSET ?"
     )
@@ -135,12 +137,12 @@ def _ranked(
     rows = conn.execute(ranked_sql(where), [text, RANK, *params, limit, offset]).fetchall()
     snippets = snippet.snippets(text, [row[3] for row in rows])
     rows = [
-        (*row[:3], query.unspaced(found), *row[4:7])
+        (*row[:3], query.unspaced(found), *row[4:7], row[8])
         for row, found in zip(rows, snippets, strict=True)
     ]
     total = offset + len(rows)
     if len(rows) == limit or (offset and not rows):
-        clause = " AND ".join(["notes_fts MATCH ?", "n.is_note = 1", *where])
+        clause = " AND ".join(["notes_fts MATCH ?", *where])
         (total,) = conn.execute(
             f"SELECT count(*) FROM notes_fts JOIN notes n ON n.rowid = notes_fts.rowid"
             f" WHERE {clause}",
@@ -180,7 +182,7 @@ def _scored(
 ) -> tuple[list[tuple[int, float, str]], int]:  # fmt: skip
     """BM25 over any of the terms: the best `pool` notes, and how many match in all."""
     expression = query.any_of(terms)
-    clause = " AND ".join(["notes_fts MATCH ?", "rank MATCH ?", "n.is_note = 1", *where])
+    clause = " AND ".join(["notes_fts MATCH ?", "rank MATCH ?", *where])
     rows = conn.execute(
         f"SELECT n.rowid, -rank, n.path FROM notes_fts JOIN notes n ON n.rowid = notes_fts.rowid"
         f" WHERE {clause} ORDER BY rank LIMIT ?",
@@ -190,7 +192,7 @@ def _scored(
     if total == pool:
         (total,) = conn.execute(
             f"SELECT count(*) FROM notes_fts JOIN notes n ON n.rowid = notes_fts.rowid"
-            f" WHERE {' AND '.join(['notes_fts MATCH ?', 'n.is_note = 1', *where])}",
+            f" WHERE {' AND '.join(['notes_fts MATCH ?', *where])}",
             [expression, *params],
         ).fetchone()
     return rows, total
@@ -230,8 +232,8 @@ def _page(conn: sqlite3.Connection, ranked: list[tuple[int, float]], highlight: 
     found = {
         row[0]: row[1:]
         for row in conn.execute(
-            f"SELECT n.rowid, n.path, n.title, notes_fts.body, n.mtime, n.size, {TAGS}"
-            f" FROM notes_fts JOIN notes n ON n.rowid = notes_fts.rowid"
+            f"SELECT n.rowid, n.path, n.title, notes_fts.body, n.mtime, n.size, {TAGS},"
+            f" n.is_note FROM notes_fts JOIN notes n ON n.rowid = notes_fts.rowid"
             f" WHERE n.rowid IN ({marks})",
             [rowid for rowid, _ in ranked],
         )
@@ -249,7 +251,8 @@ def _recent(
     clause = " AND ".join(["n.is_note = 1", *where])
     (total,) = conn.execute(f"SELECT count(*) FROM notes n WHERE {clause}", params).fetchone()
     rows = conn.execute(
-        f"SELECT n.path, n.title, 0.0, '', n.mtime, n.size, {TAGS} FROM notes n WHERE {clause}"
+        f"SELECT n.path, n.title, 0.0, '', n.mtime, n.size, {TAGS}, 1 FROM notes n"
+        f" WHERE {clause}"
         " ORDER BY n.mtime DESC, n.path LIMIT ? OFFSET ?",
         [*params, limit, offset],
     ).fetchall()
@@ -285,8 +288,8 @@ def _where(filters: Filters) -> tuple[list[str], list[object]]:
 def _hits(rows: list[tuple]) -> list[Hit]:  # type: ignore[type-arg]
     return [
         Hit(path, title, round(score, 4), snippet, tags.split("\x1f") if tags else [],
-            modified(mtime), size)
-        for path, title, score, snippet, mtime, size, tags in rows
+            modified(mtime), size, kind="note" if is_note else "attachment")
+        for path, title, score, snippet, mtime, size, tags, is_note in rows
     ]  # fmt: skip
 
 

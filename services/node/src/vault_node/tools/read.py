@@ -303,6 +303,7 @@ HIT = obj(
         "bytes": INT,
         "matched": STRS,
         "section": STR,
+        "kind": STR,
     }
 )
 EMBEDDING = obj({"model": STR, "embedded": INT, "total": INT, "done": BOOL})
