@@ -104,7 +104,7 @@ def evaluate(rank: Ranker, questions: list[dict[str, object]]) -> dict[str, tupl
         per_kind[str(question["kind"])].append(scores)
         per_kind["all"].append(scores)
     return {
-        kind: tuple(statistics.fmean(s[i] for s in rows) for i in range(3)) + (len(rows),)
+        kind: (*(statistics.fmean(s[i] for s in rows) for i in range(3)), len(rows))
         for kind, rows in per_kind.items()
     }
 
