@@ -39,6 +39,7 @@ from fastapi import FastAPI
 from center import testing as t
 from center.app import create_app
 from center.config import Settings
+from center.console.testing import Browser
 
 POSTGRES = os.environ.get("SECONDBRAIN_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -361,3 +362,18 @@ def mail_settings(data_dir: Path, database: Database, pki: Pki) -> Callable[...,
         return t.settings(data_dir, **{**values, **extra})
 
     return make
+
+
+@pytest_asyncio.fixture
+async def browsers(app: FastAPI) -> AsyncIterator[Callable[[], Browser]]:
+    """Console browsers over the module's `app`, each with its own cookie jar; all closed
+    after the test."""
+    opened: list[httpx.AsyncClient] = []
+
+    def make() -> Browser:
+        opened.append(t.client(app))
+        return Browser(opened[-1])
+
+    yield make
+    for http in opened:
+        await http.aclose()

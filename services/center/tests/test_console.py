@@ -30,20 +30,6 @@ async def app(settings: Settings, clock: t.Clock) -> AsyncIterator[FastAPI]:
         yield running
 
 
-@pytest_asyncio.fixture
-async def browsers(app: FastAPI) -> AsyncIterator[Callable[[], Browser]]:
-    """Make browsers, each with its own cookie jar; all closed after the test."""
-    opened: list[httpx.AsyncClient] = []
-
-    def make() -> Browser:
-        opened.append(t.client(app))
-        return Browser(opened[-1])
-
-    yield make
-    for http in opened:
-        await http.aclose()
-
-
 async def audit(app: FastAPI) -> list[dict[str, object]]:
     async with t.client(app) as http:
         exported = await http.get("/v1/audit", headers=t.ADMIN)

@@ -7,7 +7,6 @@ import json
 import re
 from collections.abc import AsyncIterator, Callable
 
-import httpx
 import pytest
 import pytest_asyncio
 from fastapi import FastAPI
@@ -32,19 +31,6 @@ async def app(settings: Settings, clock: t.Clock) -> AsyncIterator[FastAPI]:
             await o.add_member(http, "bob", role="admin", scope="read_write_delete")
             await o.add_member(http, "carol", vaults=("other",), role="admin", scope="read_write")
         yield running
-
-
-@pytest_asyncio.fixture
-async def browsers(app: FastAPI) -> AsyncIterator[Callable[[], Browser]]:
-    opened: list[httpx.AsyncClient] = []
-
-    def make() -> Browser:
-        opened.append(t.client(app))
-        return Browser(opened[-1])
-
-    yield make
-    for http in opened:
-        await http.aclose()
 
 
 async def issue(app: FastAPI, credential: str = t.ADMIN_TOKEN, **body: object) -> dict[str, object]:

@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator, Callable
 from html.parser import HTMLParser
 from pathlib import Path
 
-import httpx
 import pytest
 import pytest_asyncio
 from fastapi import FastAPI
@@ -40,19 +39,6 @@ async def app(settings: Settings, clock: t.Clock) -> AsyncIterator[FastAPI]:
     async with t.running(settings, clock, passwords=o.fast_passwords()) as running:
         running.state.node_credential = await prepare(running)
         yield running
-
-
-@pytest_asyncio.fixture
-async def browsers(app: FastAPI) -> AsyncIterator[Callable[[], Browser]]:
-    opened: list[httpx.AsyncClient] = []
-
-    def make() -> Browser:
-        opened.append(t.client(app))
-        return Browser(opened[-1])
-
-    yield make
-    for http in opened:
-        await http.aclose()
 
 
 async def heartbeat(app: FastAPI, **body: object) -> None:

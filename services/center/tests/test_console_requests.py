@@ -30,19 +30,6 @@ async def app(settings: Settings, clock: t.Clock) -> AsyncIterator[FastAPI]:
         yield running
 
 
-@pytest_asyncio.fixture
-async def browsers(app: FastAPI) -> AsyncIterator[Callable[[], Browser]]:
-    opened: list[httpx.AsyncClient] = []
-
-    def make() -> Browser:
-        opened.append(t.client(app))
-        return Browser(opened[-1])
-
-    yield make
-    for http in opened:
-        await http.aclose()
-
-
 async def api(
     app: FastAPI, method: str, path: str, credential: str = t.ADMIN_TOKEN, **kw: object
 ) -> httpx.Response:
