@@ -142,7 +142,7 @@ def test_an_image_runs_unprivileged_without_build_tools(
 
 def test_the_center_image_starts_read_only_and_turns_healthy(images: dict[str, str]) -> None:
     name = f"{PROJECT}-center-alone"
-    podman("rm", "--force", name, check=False)
+    podman("rm", "--force", "--volumes", name, check=False)
     podman(
         "run",
         "--detach",
@@ -168,7 +168,7 @@ def test_the_center_image_starts_read_only_and_turns_healthy(images: dict[str, s
         assert refused.returncode != 0
         assert "Read-only file system" in refused.stderr
     finally:
-        podman("rm", "--force", name, check=False)
+        podman("rm", "--force", "--volumes", name, check=False)
 
 
 # ---------------------------------------------------------------- compose.yaml as written
