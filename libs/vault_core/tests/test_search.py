@@ -332,3 +332,9 @@ def test_a_modified_after_beyond_sqlite_integers_matches_nothing_instead_of_fail
     filters = Filters(modified_after_ns=10**30)
     assert search.search(index, "alpha", filters).total == 0
     assert search.search(index, "", Filters(modified_after_ns=-(10**30))).total == 1
+
+
+def test_a_quoted_phrase_holding_or_is_highlighted_as_the_phrase(build: Build) -> None:
+    index = build({"a.md": "# A\n\nchoose this OR that, not both\n"})
+    (hit,) = search.search(index, '"this OR that"').hits
+    assert "<<this OR that>>" in hit.snippet

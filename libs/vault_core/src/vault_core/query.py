@@ -45,11 +45,13 @@ LANGUAGES = ("english", "german", "french", "spanish", "italian", "portuguese", 
 
 @dataclass(frozen=True)
 class Term:
-    """One thing the question asks for: `text` as typed, `match` its FTS5 expression."""
+    """One thing the question asks for: `text` as typed, `match` its FTS5 expression, `mark`
+    the one form a snippet highlights (the widest; `match` itself when it has one form)."""
 
     text: str
     match: str
     function_word: bool = False
+    mark: str = ""
 
 
 def spaced(text: str) -> str:
@@ -82,7 +84,7 @@ def any_of(found: list[Term]) -> str:
 
 def highlight(found: list[Term]) -> str:
     """The terms as a snippet marks them: one form each (the prefix where there is one)."""
-    return " OR ".join(term.match.rsplit(" OR ", 1)[-1] for term in found)
+    return " OR ".join(term.mark or term.match for term in found)
 
 
 def guess_language(question: str) -> str:
@@ -111,10 +113,11 @@ def _term(phrase: str, word: str, star: str, language: str) -> Term | None:
         return Term(word, _quote(" ".join(tokens)), lowered in STOPWORDS[language])
     if star:
         return Term(word + "*", f"{_quote(lowered)}*")
-    return Term(word, _variants(lowered, language), lowered in STOPWORDS[language])
+    forms = _variants(lowered, language)
+    return Term(word, " OR ".join(forms), lowered in STOPWORDS[language], forms[-1])
 
 
-def _variants(word: str, language: str) -> str:
+def _variants(word: str, language: str) -> list[str]:
     """The word, its stem, and every word starting with their common part."""
     stem = _stem(language, word)
     forms = [_quote(word)]
@@ -126,7 +129,7 @@ def _variants(word: str, language: str) -> str:
         prefix = prefix[:-1]
     if len(prefix) >= MIN_PREFIX and not prefix.isdigit():
         forms.append(f"{_quote(prefix)}*")
-    return " OR ".join(forms)
+    return forms
 
 
 def _common_prefix(a: str, b: str) -> str:
