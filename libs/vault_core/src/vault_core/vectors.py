@@ -147,15 +147,7 @@ class VectorStore:
 
     def nearest(self, text: str, limit: int) -> list[Match]:
         """The notes closest in meaning to `text`, best first, each with its best section."""
-        vector = self.embedder.embed([text])[0]
-        with self._lock:
-            rows = self._table.nearest(vector, limit * 3)
-            meta = [(self._table.meta[row], score) for row, score in rows]
-        best: dict[str, Match] = {}
-        for (path, heading), score in sorted(meta, key=lambda item: -item[1]):
-            if path not in best:
-                best[path] = Match(path, heading, round(score, 4))
-        return list(best.values())[:limit]
+        return self._notes_near(self.embedder.embed([text])[0], limit)
 
     def similar(self, path: str, limit: int) -> list[Match]:
         """The notes closest in meaning to the note at `path` (itself left out); none if
@@ -168,13 +160,17 @@ class VectorStore:
         norm = float(np.linalg.norm(centre))
         if norm == 0:
             return []
+        return [m for m in self._notes_near(centre / norm, limit + 1) if m.path != path][:limit]
+
+    def _notes_near(self, vector: Vectors, limit: int) -> list[Match]:
+        """The `limit` notes whose closest section is nearest `vector`, best first."""
         with self._lock:
-            found = self._table.nearest(centre / norm, (limit + 1) * 3)
-            meta = [(self._table.meta[row], score) for row, score in found]
+            rows = self._table.nearest(vector, limit * 3)
+            meta = [(self._table.meta[row], score) for row, score in rows]
         best: dict[str, Match] = {}
-        for (other, heading), score in sorted(meta, key=lambda item: -item[1]):
-            if other != path and other not in best:
-                best[other] = Match(other, heading, round(score, 4))
+        for (path, heading), score in sorted(meta, key=lambda item: -item[1]):
+            if path not in best:
+                best[path] = Match(path, heading, round(score, 4))
         return list(best.values())[:limit]
 
     # ------------------------------------------------------------------ the worker
