@@ -73,6 +73,16 @@ def test_record_carries_every_field_and_optional_ones_only_when_given() -> None:
     assert set(delegated) == audit.FIELDS | {"issued_by", "via_grant"}
 
 
+def test_a_record_with_path_rules_verifies_by_the_fast_path_and_the_slow_one() -> None:
+    rules = '{"team":{"exclude":[],"read":["projects/acme"],"write":["projects/acme/inbox"]}}'
+    line = _chain(1, paths=rules)[0]
+    assert json.loads(line)["paths"] == rules
+    assert audit._CANONICAL.fullmatch(line) is not None
+    verifier = audit.ChainVerifier()
+    verifier.feed(line)
+    assert verifier.finish().ok
+
+
 def test_line_is_rfc8785_canonical_json() -> None:
     line = _chain(1, reason='Überprüfung "quoted"\n')[0]
     assert line.encode() == rfc8785.dumps(json.loads(line))

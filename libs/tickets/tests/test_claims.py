@@ -8,7 +8,7 @@ import pytest
 
 from tickets import Claims, ClaimsError, issue
 from tickets import testing as t
-from tickets.claims import DAY, HOUR, MINUTE
+from tickets.claims import DAY, HOUR, MINUTE, new_jti, plain_id
 
 
 def _issue(**overrides: Any) -> Claims:
@@ -149,3 +149,9 @@ def test_depth_problems_are_described(change: dict[str, object], problem: str) -
     found = Claims.from_payload(t.claims(**change)).depth_problem()
     assert found is not None
     assert problem in found
+
+
+def test_an_id_never_begins_with_a_dash_so_a_command_line_takes_it() -> None:
+    assert plain_id("-abc") == "Aabc"
+    assert plain_id("xyz") == "xyz"
+    assert not any(new_jti().startswith("-") for _ in range(2000))

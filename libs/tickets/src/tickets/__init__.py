@@ -1,6 +1,7 @@
 """secondbrain token format: Ed25519 JWS tickets, scopes, revocation snapshots, audit chain.
 
-Shared by the center (which signs) and every node (which verifies offline). No HTTP:
+Shared by the center (which signs) and every node (which verifies offline), with the
+per-key token buckets both rate-limit with (`buckets`). No HTTP:
 fetching a JWKS or a snapshot is the caller's job; this library only checks them.
 """
 
@@ -17,6 +18,7 @@ from tickets.audit import (
     to_line,
     verify_checkpoint,
 )
+from tickets.buckets import Buckets
 from tickets.claims import ALL_VAULTS, LIFETIME, MAX_DEPTH, Claims, Kind, issue
 from tickets.errors import (
     REASONS,
@@ -39,6 +41,7 @@ from tickets.errors import (
 )
 from tickets.jws import ACCESS_TOKEN_TYP, ALG, MAX_TOKEN_BYTES, sign
 from tickets.keys import KeySet, PublicKey, SigningKey, parse_secret, thumbprint
+from tickets.reach import Paths, Reach, RuleError, within
 from tickets.revocation import (
     SNAPSHOT_TYP,
     RevocationSnapshot,
@@ -76,6 +79,7 @@ __all__ = [
     "SCOPES",
     "SNAPSHOT_TYP",
     "AuditError",
+    "Buckets",
     "ChainReport",
     "ChainVerifier",
     "Checkpoint",
@@ -86,15 +90,18 @@ __all__ = [
     "JWKError",
     "KeySet",
     "Kind",
+    "Paths",
     "Permission",
     "Permissions",
     "PublicKey",
+    "Reach",
     "Reason",
     "RecordError",
     "RevocationSnapshot",
     "RevocationState",
     "Role",
     "RollbackError",
+    "RuleError",
     "Scope",
     "ScopeError",
     "ScopeExceededError",
@@ -123,4 +130,5 @@ __all__ = [
     "to_line",
     "verify_checkpoint",
     "verify_snapshot",
+    "within",
 ]

@@ -30,8 +30,9 @@ FIELDS = frozenset(
     {"v", "seq", "ts", "prev_hash", "hash", "action", "actor", "subject", "scope", "vault"}
     | {"expiry", "parent", "reason", "request_id", "object"}
 )
-OPTIONAL_FIELDS = frozenset({"issued_by", "via_grant", "channel"})
-"""Left out unless given; `channel` names where a change was made (`console`: the web console)."""
+OPTIONAL_FIELDS = frozenset({"issued_by", "via_grant", "channel", "paths"})
+"""Left out unless given; `channel` names where a change was made (`console`: the web console),
+`paths` the path rules of a member, grant, request or token that has some (JSON text)."""
 ALL_FIELDS = FIELDS | OPTIONAL_FIELDS
 _CONTENT_FIELDS = ALL_FIELDS - {"v", "seq", "ts", "prev_hash", "hash", "action"}
 Value = str | int | None
@@ -64,7 +65,8 @@ def make_record(
 ) -> dict[str, Any]:
     """The record that follows `head` (seq, hash of the last record; None for the first).
 
-    Fields not given are null; `issued_by`, `via_grant` and `channel` are left out unless given.
+    Fields not given are null; `issued_by`, `via_grant`, `channel` and `paths` are left out
+    unless given.
     A value that looks like a token is refused: no record ever holds one."""
     unknown = set(fields) - _CONTENT_FIELDS
     if unknown:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from tickets.errors import ClaimsError, ScopeError
+from tickets.reach import NO_PATHS, Paths, RuleError
 from tickets.scopes import ROLES, Permissions, Role, as_permissions, from_claim, role_cap, to_claim
 
 Kind = Literal["oauth", "grant", "agent"]
@@ -51,6 +52,8 @@ class Claims:
     chain: tuple[str, ...] = ()
     dep: int = 0
     client_id: str | None = None
+    paths: Paths = NO_PATHS
+    """Path rules per vault (tickets.reach); a vault not named is reached whole."""
 
     @property
     def kind(self) -> Kind:
@@ -102,6 +105,8 @@ class Claims:
             payload.update(gid=self.gid, chain=list(self.chain), dep=self.dep)
         if self.client_id is not None:
             payload["client_id"] = self.client_id
+        if self.paths:
+            payload["paths"] = self.paths.to_claim()
         return payload
 
     @classmethod
@@ -124,6 +129,7 @@ class Claims:
             chain=tuple(get.optional("chain", get.texts) or ()),
             dep=get.optional("dep", get.number) or 0,
             client_id=get.optional("client_id", get.text),
+            paths=get.paths(),
         )
 
 
@@ -182,13 +188,30 @@ class _Reader:
         except (ValueError, ScopeError) as exc:
             raise ClaimsError(name, str(exc)) from exc
 
+    def paths(self) -> Paths:
+        try:
+            paths = Paths.from_claim(self.payload.get("paths"))
+        except RuleError as exc:
+            raise ClaimsError("paths", exc.message) from exc
+        vaults = self.vaults()
+        if vaults != (ALL_VAULTS,) and (outside := sorted(set(paths.vaults) - set(vaults))):
+            raise ClaimsError("paths", f"names vaults the token does not reach: {outside}")
+        return paths
+
     def optional(self, name: str, read: Callable[[str], T]) -> T | None:
         return read(name) if name in self.payload else None
 
 
 def new_jti() -> str:
-    """128 random bits, base64url-sized: unique per token, the key for revocation."""
-    return secrets.token_urlsafe(16)
+    """128 random bits, base64url-sized: unique per token, the key for revocation. Never
+    begins with '-', so a command line takes it as an argument, not as an option."""
+    return plain_id(secrets.token_urlsafe(16))
+
+
+def plain_id(text: str) -> str:
+    """A base64url id as a command line takes it: a leading '-' becomes 'A' (the id stays as
+    unique as before, less than one bit in 128 given up, and a derived id stays derived)."""
+    return "A" + text[1:] if text.startswith("-") else text
 
 
 def issue(
@@ -205,6 +228,7 @@ def issue(
     client_id: str | None = None,
     lifetime: int | None = None,
     jti: str | None = None,
+    paths: Paths | None = None,
 ) -> Claims:
     """Build a claim set for the center to sign, refusing one no node would accept.
 
@@ -222,6 +246,8 @@ def issue(
         payload.update(gid=chain[-1], chain=list(chain), dep=len(chain))
     if client_id is not None:
         payload["client_id"] = client_id
+    if paths:
+        payload["paths"] = paths.to_claim()
     claims = Claims.from_payload(payload)
     if problem := claims.lifetime_problem():
         raise ClaimsError("exp", problem)

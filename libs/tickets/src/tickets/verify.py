@@ -18,6 +18,7 @@ from tickets import jws
 from tickets.claims import ALL_VAULTS, Claims, Kind
 from tickets.errors import ClaimsError, InsufficientScopeError, Reason, TokenError
 from tickets.keys import KeySet, PublicKey
+from tickets.reach import NO_PATHS, Paths, Reach
 from tickets.revocation import DEFAULT_MAX_STALE, RevocationState
 from tickets.scopes import Permissions, Role, ToolKind, needed, role_cap
 
@@ -66,9 +67,14 @@ class Ticket:
     kind: Kind
     kid: str
     stale: bool = False
+    paths: Paths = NO_PATHS
 
     def allows_vault(self, vault: str) -> bool:
         return self.vaults == (ALL_VAULTS,) or vault in self.vaults
+
+    def reach(self, vault: str) -> Reach | None:
+        """The token's path rules in `vault`: None when it reaches the whole vault."""
+        return self.paths.reach(vault)
 
     def require(self, kind: ToolKind, *, displaces: bool = False) -> None:
         """Pass, or raise: TokenError("stale") if only staleness withholds the permission
@@ -228,4 +234,5 @@ def _ticket(claims: Claims, kid: str, *, stale: bool) -> Ticket:
         kind=claims.kind,
         kid=kid,
         stale=stale,
+        paths=claims.paths,
     )
