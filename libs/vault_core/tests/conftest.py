@@ -29,9 +29,11 @@ def build_index(tmp_path: Path) -> Iterator[Build]:
     opened: list[Index] = []
 
     def _build(
-        files: dict[str, str | bytes], mtimes: dict[str, int] | None = None, *,
+        files: dict[str, str | bytes],
+        mtimes: dict[str, int] | None = None,
+        *,
         pin_all: bool = False,
-    ) -> Index:  # fmt: skip
+    ) -> Index:
         vault = make_vault(tmp_path, files)
         pinned = {**dict.fromkeys(files, 0), **(mtimes or {})} if pin_all else (mtimes or {})
         for rel, seconds in pinned.items():

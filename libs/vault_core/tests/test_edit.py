@@ -1,4 +1,4 @@
-"""The one write path (spec §11): locking, dry run, touch, trash, atomic write, hooks."""
+"""The one write path (spec §11): locking, dry run, touch, trash, atomic write, index, commit."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ from vault_core.errors import (
     NoteNotFoundError,
     TooLargeError,
 )
+from vault_core.gitstore import Identity
+from vault_core.library import Library, Settings
 from vault_core.testing import make_vault, snapshot
 from vault_core.text import content_hash
 from vault_core.vault import Actor, Vault
@@ -45,24 +47,38 @@ def trash_files(vault: Vault) -> list[Path]:
     return sorted(trash.iterdir()) if trash.exists() else []
 
 
-class RecordingHook:
+class RecordingIndex:
+    """Stands where the vault's index does, to see what the write path asks of it."""
+
     def __init__(self) -> None:
         self.changed_calls: list[list[str]] = []
-        self.commits: list[tuple[str, list[str], Actor | None]] = []
 
-    def changed(self, vault: Vault, paths: Sequence[str]) -> None:
+    def update_paths(self, paths: Sequence[str]) -> None:
         self.changed_calls.append(list(paths))
 
-    def commit(self, vault: Vault, message: str, paths: Sequence[str], actor: Actor | None) -> None:
-        self.commits.append((message, list(paths), actor))
+
+class RecordingGit:
+    """Stands where the vault's git store does: records each commit and its author."""
+
+    def __init__(self) -> None:
+        self.commits: list[tuple[str, list[str], str | None, str | None]] = []
+
+    def commit(
+        self,
+        message: str,
+        paths: Sequence[str],
+        *,
+        author: Identity | None = None,
+        grant_id: str | None = None,
+    ) -> str:
+        self.commits.append((message, list(paths), author.name if author else None, grant_id))
+        return "0" * 40
 
 
-class FailingHook:
-    def changed(self, vault: Vault, paths: Sequence[str]) -> None:
-        raise RuntimeError("index is down")
-
-    def commit(self, vault: Vault, message: str, paths: Sequence[str], actor: Actor | None) -> None:
-        raise OSError("git is down")
+def recorded(vault: Vault) -> tuple[RecordingIndex, RecordingGit]:
+    index, git = RecordingIndex(), RecordingGit()
+    vault.index, vault.git = index, git  # type: ignore[assignment]
+    return index, git
 
 
 def test_a_new_note_gets_created_and_updated(vault: Vault) -> None:
@@ -130,16 +146,15 @@ def test_a_dry_run_writes_nothing_but_reports_the_diff(tmp_path: Path) -> None:
 
 def test_an_identical_result_is_no_change_and_writes_nothing(tmp_path: Path) -> None:
     vault = make_vault(tmp_path, {"x.md": "---\ntitle: X\n---\nbody\n"})
-    hook = RecordingHook()
-    vault.hooks.append(hook)
+    index, git = recorded(vault)
     before = snapshot(vault.root)
     result = edit.apply(vault, WriteOp("x.md", lambda cur, _e: cur, reason="note_edit: x.md"))
     assert result.message == "no change"
     assert not result.changed
     assert result.diff == ""
     assert snapshot(vault.root) == before
-    assert hook.changed_calls == []
-    assert hook.commits == []
+    assert index.changed_calls == []
+    assert git.commits == []
 
 
 def test_an_overwrite_puts_the_old_bytes_in_the_trash_and_leaves_no_temp_file(
@@ -287,21 +302,37 @@ def test_a_failed_rename_leaves_the_old_note_and_no_temp_file(
     assert not list(vault.root.glob(".sbtmp-*"))
 
 
-def test_hooks_see_the_path_and_the_commit_carries_the_actor(vault: Vault) -> None:
-    hook = RecordingHook()
-    vault.hooks.append(hook)
+def test_a_write_updates_the_index_and_commits_as_its_tool_with_the_actor(vault: Vault) -> None:
+    index, git = recorded(vault)
     actor = Actor("alice", grant_id="g-1")
-    edit.apply(vault, WriteOp("x.md", replace_with("x\n"), reason="note_create: x.md"), actor)
+    edit.apply(vault, WriteOp("x", replace_with("x\n"), commit_as="note_create"), actor)
     edit.apply(vault, WriteOp("y.md", replace_with("y\n")))
-    assert hook.changed_calls == [["x.md"], ["y.md"]]
-    assert hook.commits == [("note_create: x.md", ["x.md"], actor)]
+    edit.apply(vault, WriteOp("z.md", replace_with("z\n"), reason="note_restore: z.md to abc"))
+    assert index.changed_calls == [["x.md"], ["y.md"], ["z.md"]]
+    assert git.commits == [
+        ("note_create: x.md", ["x.md"], "alice", "g-1"),
+        ("note_restore: z.md to abc", ["z.md"], None, None),
+    ]
 
 
-def test_a_failing_hook_warns_but_the_write_stands(vault: Vault) -> None:
-    vault.hooks.append(FailingHook())
-    result = edit.apply(vault, WriteOp("x.md", replace_with("x\n"), reason="r"))
+def test_a_failed_index_update_and_commit_come_back_as_warnings_and_the_write_stands(
+    tmp_path: Path,
+) -> None:
+    library = Library(tmp_path, Settings(watch=False)).open_all()
+    opened = library.create("team", "empty")
+    edit.apply(opened.vault, WriteOp("a.md", replace_with("a\n"), commit_as="t"))
+    opened.index.close()  # a closed database: every update fails
+    lock = opened.vault.root / ".git" / "refs" / "heads" / "main.lock"
+    lock.touch()  # another git process moves the branch: this commit cannot
+    result = edit.apply(opened.vault, WriteOp("x.md", replace_with("x\n"), commit_as="t"))
+    lock.unlink()
+    assert (opened.vault.root / "x.md").read_text().endswith("x\n")
     assert result.changed
-    assert (vault.root / "x.md").exists()
+    index_warning, git_warning = result.warnings
+    assert index_warning.startswith("written, but the search index was not updated")
+    assert git_warning.startswith("written, but not recorded in history")
+    assert result.response()["warnings"] == result.warnings
+    library.close()
 
 
 def test_concurrent_writers_to_one_note_lose_no_update(vault: Vault) -> None:
@@ -324,14 +355,14 @@ def test_concurrent_writers_to_one_note_lose_no_update(vault: Vault) -> None:
 
 def test_delete_moves_the_note_to_the_trash_and_commits(tmp_path: Path) -> None:
     vault = make_vault(tmp_path, {"wiki/x.md": "bye\n"})
-    hook = RecordingHook()
-    vault.hooks.append(hook)
+    index, git = recorded(vault)
     result = edit.delete(vault, "wiki/x", actor=Actor("bob"))
     assert result.deleted
     assert result.message == "moved to .secondbrain/trash"
     assert not (vault.root / "wiki/x.md").exists()
     assert [p.read_text() for p in trash_files(vault)] == ["bye\n"]
-    assert hook.commits == [("note_delete: wiki/x.md", ["wiki/x.md"], Actor("bob"))]
+    assert index.changed_calls == [["wiki/x.md"]]
+    assert git.commits == [("note_delete: wiki/x.md", ["wiki/x.md"], "bob", None)]
 
 
 def test_delete_checks_the_hash_and_a_dry_run_deletes_nothing(tmp_path: Path) -> None:

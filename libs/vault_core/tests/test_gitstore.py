@@ -6,17 +6,20 @@ import base64
 import os
 import re
 import socket
+import struct
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import structlog
+from dulwich import index as dulwich_index
 from dulwich.objects import Commit, Tree
 from dulwich.repo import Repo
 
-from vault_core import gitstore
+from vault_core import _gitindex, _gitpack, errors, gitstore
 from vault_core.errors import (
     InvalidPathError,
     NotFoundError,
@@ -517,6 +520,36 @@ def test_a_stalled_push_never_blocks_commits_and_carries_the_token(root: Path) -
     assert [e for e in logs if e["event"] == "git_push_failed"]
 
 
+def test_packing_deletes_no_object_while_a_push_reads_the_repository(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A push opens the repository on its own: a loose object deleted (or a pack merged
+    # away) under it failed the push. The pack is written meanwhile; deleting waits.
+    monkeypatch.setattr(gitstore, "PACK_EVERY", 4)
+    remote = StallingRemote()
+    pushing = GitStore.open(root, "notes", committer=NODE, remote=remote.url)
+    pack_dir = root / ".git" / "objects" / "pack"
+    try:
+        committed(pushing, root, "a.md", "one\n")
+        assert remote.connected.wait(30)
+        for n in range(3):  # the fourth commit asks for the pack
+            committed(pushing, root, f"n{n}.md", f"{n}\n")
+        waited = 0
+        while not list(pack_dir.glob("*.pack")) and waited < 300:
+            time.sleep(0.1)
+            waited += 1
+        assert list(pack_dir.glob("*.pack"))  # written beside the running push
+        pushing._packer.join(2.0)  # time enough for deleting, were it not waiting
+        loose = list((root / ".git" / "objects").glob("??/*"))
+        assert loose  # and nothing deleted under it
+        remote.release()
+        pushing.close()
+    finally:
+        remote.release()
+    assert not list((root / ".git" / "objects").glob("??/*"))  # deleted once it ended
+    git(root, "fsck", "--strict")
+
+
 def test_background_packing_moves_loose_objects_into_packs(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -571,6 +604,91 @@ def test_many_commits_in_one_big_folder_keep_the_trees_git_would_write(
     assert sorted(listed) == sorted([".gitignore", *rels])
     last = rels[(39 * 7) % len(rels)]
     assert git(root, "show", f"HEAD:{last}") == "# edited 39\n"
+
+
+# ------------------------------------------------------------------ the index file
+
+
+def deferred(root: Path, monkeypatch: pytest.MonkeyPatch, quiet: float = 60.0) -> GitStore:
+    """A store that writes every index file off the write path, as it does past 2,000."""
+    monkeypatch.setattr(gitstore, "INDEX_INLINE", 0)
+    monkeypatch.setattr(gitstore, "INDEX_QUIET", quiet)
+    return GitStore.open(root, "notes", committer=NODE)
+
+
+def staged(root: Path) -> dict[str, str]:
+    """Path -> blob sha as git's index file holds them."""
+    lines = git(root, "ls-files", "--stage").splitlines()
+    return {line.split("\t")[1]: line.split()[1] for line in lines}
+
+
+def in_head(root: Path) -> dict[str, str]:
+    lines = git(root, "ls-tree", "-r", "HEAD").splitlines()
+    return {line.split("\t")[1]: line.split()[2] for line in lines}
+
+
+def test_a_large_index_file_lags_a_burst_and_then_holds_what_git_would_write(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = deferred(root, monkeypatch)
+    try:
+        committed(store, root, "a.md", "a\n")
+        store.sync()
+        for k in range(20):
+            committed(store, root, f"burst/n{k % 7}.md", f"{k}\n")
+        committed(store, root, "a.md", "a2\n")
+        assert "burst/n0.md" not in staged(root)  # the burst is not in the file yet
+        store.sync()
+        assert staged(root) == in_head(root)
+        assert git(root, "status", "--porcelain") == ""
+        assert git(root, "diff-index", "--cached", "HEAD") == ""
+        git(root, "fsck", "--strict")
+    finally:
+        store.close()
+
+
+def test_the_index_file_is_written_once_commits_pause(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = deferred(root, monkeypatch, quiet=0.2)
+    try:
+        for k in range(5):
+            committed(store, root, f"n{k}.md", f"{k}\n")
+        deadline = time.monotonic() + 15
+        while git(root, "status", "--porcelain") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert git(root, "status", "--porcelain") == ""
+        assert staged(root) == in_head(root)
+    finally:
+        store.close()
+
+
+def test_closing_writes_the_index_file_the_last_commits_left(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = deferred(root, monkeypatch)
+    committed(store, root, "a.md", "a\n")
+    committed(store, root, "b.md", "b\n")
+    store.close()
+    assert git(root, "status", "--porcelain") == ""
+    assert staged(root) == in_head(root)
+
+
+def test_changes_not_yet_written_survive_git_rewriting_the_index_file(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = deferred(root, monkeypatch)
+    try:
+        committed(store, root, "a.md", "a\n")
+        store.sync()
+        committed(store, root, "a.md", "a2\n")  # in memory only
+        git(root, "update-index", "--index-version", "4")  # git rewrites the old file
+        committed(store, root, "b.md", "b\n")  # reloads what git wrote, keeps a.md's change
+        store.sync()
+        assert staged(root) == in_head(root)
+        assert git(root, "status", "--porcelain") == ""
+    finally:
+        store.close()
 
 
 # ------------------------------------------------------------------ recovery
@@ -673,3 +791,92 @@ def test_a_fresh_lock_gets_its_time_before_it_counts_as_stale(root: Path, store:
     assert store.clear_stale_locks(age=0.2) == ["HEAD.lock"]  # still there after 0.2 s
     assert not lock.exists()
     assert store.clear_stale_locks() == []
+
+
+def test_importing_many_files_writes_packs_and_no_loose_object(
+    root: Path, store: GitStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_gitpack, "PACK_BYTES", 20_000)  # a few packs for 600 small files
+    rels = [
+        write(root, f"f{i % 7}/n{i}.md", f"# {i}\n{'words ' * 20}\n")
+        for i in range(gitstore.PACK_DIRECT + 100)
+    ]
+    write(root, "f0/same.md", "# 1\n" + "words " * 20 + "\n")  # an object two files share
+    sha = store.commit("import", [*rels, "f0/same.md"])
+    assert sha is not None
+    counts = dict(line.split(": ") for line in git(root, "count-objects", "-v").splitlines())
+    assert counts["count"] == "0"
+    assert 2 <= int(counts["packs"]) <= gitstore.PACK_LIMIT
+    git(root, "fsck", "--strict")
+    assert git(root, "status", "--porcelain") == ""
+    assert store.contents("f3/n3.md", sha) == (root / "f3" / "n3.md").read_bytes()
+    assert committed(store, root, "f1/n1.md", "edited after the import\n")
+
+
+def test_a_few_files_are_still_committed_as_loose_objects(root: Path, store: GitStore) -> None:
+    store.commit("import", [write(root, f"n{i}.md", f"{i}\n") for i in range(5)])
+    counts = dict(line.split(": ") for line in git(root, "count-objects", "-v").splitlines())
+    assert int(counts["count"]) > 0
+    assert counts["packs"] == "0"
+
+
+@pytest.mark.parametrize("version", ["2", "3", "4"])
+def test_the_index_file_is_read_as_git_wrote_it_entry_for_entry(root: Path, version: str) -> None:
+    # Read from its bytes (versions 2 and 3) or by dulwich (4), the entries are the ones
+    # dulwich's own reading gives, encoded as writing them again would encode them.
+    git(root, "init", "--quiet")
+    deep = "/".join(["folder"] * 30) + "/" + "n" * 200 + ".md"  # dulwich misreads it in v4
+    for rel in ("a.md", "b/c.md", "é/ü.md", *([deep] if version != "4" else []), "z.md"):
+        write(root, rel, f"{rel}\n")
+    git(root, "add", ".")
+    git(root, "add", "--intent-to-add", write(root, "later.md", "x\n"))  # an extended flag
+    git(root, "update-index", "--index-version", version)
+    path = str(root / ".git" / "index")
+    ours = _gitindex.IndexFile(path)
+    parsed = dict(dulwich_index.Index(path).items())
+    assert ours._names == sorted(parsed)
+    assert ours._chunks == [_gitindex._encode_entry(n, parsed[n]) for n in sorted(parsed)]
+    assert ours._header[4:] == struct.pack(">L", 3)  # git itself writes 3 for that flag
+    assert ours._ours
+
+
+def test_an_index_file_with_a_conflict_is_left_to_git(root: Path) -> None:
+    git(root, "init", "--quiet", "-b", "main")
+    git(root, "config", "user.name", "t")
+    git(root, "config", "user.email", "t@t")
+    git(root, "commit", "--quiet", "--allow-empty", "-m", "base")
+    git(root, "checkout", "--quiet", "-b", "side")
+    git(root, "add", write(root, "a.md", "side\n"))
+    git(root, "commit", "--quiet", "-m", "side")
+    git(root, "checkout", "--quiet", "main")
+    git(root, "add", write(root, "a.md", "main\n"))
+    git(root, "commit", "--quiet", "-m", "main")
+    with pytest.raises(subprocess.CalledProcessError):
+        git(root, "merge", "--quiet", "side")  # the conflict
+    assert "AA a.md" in git(root, "status", "--porcelain")
+    ours = _gitindex.IndexFile(str(root / ".git" / "index"))
+    assert not ours._ours
+    ours.set(b"b.md", dulwich_index.index_entry_from_stat(os.stat(root / "a.md"), b"0" * 40))
+    assert ours.flush()  # nothing written: git's conflict stages stay
+    assert "AA a.md" in git(root, "status", "--porcelain")
+
+
+def test_a_truncated_index_file_is_an_error_not_a_short_index(root: Path) -> None:
+    git(root, "init", "--quiet")
+    git(root, "add", write(root, "a.md", "a\n"), write(root, "b.md", "b\n"))
+    index = root / ".git" / "index"
+    index.write_bytes(index.read_bytes()[:90])
+    with pytest.raises(errors.VersioningOffError, match="git index is unreadable"):
+        GitStore.open(root, "notes", committer=NODE)
+
+
+def test_an_index_file_without_extended_flags_is_written_back_as_version_2(root: Path) -> None:
+    git(root, "init", "--quiet")
+    git(root, "add", write(root, "a.md", "a\n"))
+    path = root / ".git" / "index"
+    ours = _gitindex.IndexFile(str(path))
+    assert ours._header[4:] == struct.pack(">L", 2)
+    ours.set(b"b.md", dulwich_index.index_entry_from_stat(os.stat(root / "a.md"), b"0" * 40))
+    assert ours.flush()
+    assert path.read_bytes()[4:8] == struct.pack(">L", 2)
+    assert git(root, "ls-files").split() == ["a.md", "b.md"]

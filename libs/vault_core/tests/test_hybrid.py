@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from vault_core import embedding, hybrid
+from tickets import Reach
+from vault_core import deadline, embedding, hybrid, scope, search
 from vault_core.errors import InvalidArgumentError
 from vault_core.index import Index
 from vault_core.search import Filters
@@ -158,3 +159,122 @@ def test_a_question_in_german_finds_the_german_note_of_a_pair(tmp_path: Path) ->
     finally:
         vectors.stop()
         index.close()
+
+
+def test_a_note_found_by_meaning_alone_shows_its_sections_opening_words(
+    vault: tuple[Index, VectorStore],
+) -> None:
+    index, vectors = vault
+    found = hybrid.find(index, vectors, "turn a board into a picture", mode="semantic")
+    top = found.results.hits[0]
+    assert (top.path, top.section) == ("canvas/export.md", "Export a canvas")
+    assert top.snippet == "… Save a canvas as a PNG image or as SVG."
+    by_words = hybrid.find(index, vectors, "zettelkasten").results.hits[0]
+    assert by_words.matched == ["words", "meaning"]
+    assert "<<zettelkasten>>" in by_words.snippet  # found by its words: FTS5's highlight
+
+
+def test_a_note_deleted_before_its_vectors_are_dropped_is_left_out_and_the_page_stays_full(
+    tmp_path: Path, vault: tuple[Index, VectorStore]
+) -> None:
+    """The vector side is not checked against the index when no filter narrows it: a note
+    deleted since it was embedded is found missing on the page, which is then made again."""
+    index, vectors = vault
+    vectors.stop()  # the worker would drop the note's vectors: here it cannot
+    (tmp_path / "test" / "canvas/export.md").unlink()
+    index.update_paths(["canvas/export.md"])
+    assert "canvas/export.md" in {m.path for m in vectors.nearest("picture", 4)}
+    for mode in ("hybrid", "semantic"):
+        found = hybrid.find(index, vectors, "export a canvas picture", limit=2, mode=mode)
+        assert "canvas/export.md" not in paths(found)
+        assert len(found.results.hits) == 2, mode
+
+
+def test_the_keyword_side_ranks_alike_with_and_without_a_filter_to_join(tmp_path: Path) -> None:
+    """Without filters the ranking reads FTS5's matches alone and the best ones' paths; with
+    a filter that lets everything through it joins every match to its note: the same."""
+    make_vault(tmp_path, {
+        f"n/{i}.md": f"# Note {i}\n\n" + "canvas " * (i % 5 + 1) + "export " * (i % 3) + "\n"
+        for i in range(40)
+    })  # fmt: skip
+    index = Index.open(tmp_path / "test", "test")
+    index.reconcile()
+    try:
+        plain = search.ranking(index, "canvas export", Filters(), 25)
+        joined = search.ranking(index, "canvas export", Filters(glob="*"), 25)
+        assert plain == joined
+        assert plain[1] == 40
+        assert len(plain[0]) == 25
+    finally:
+        index.close()
+
+
+def test_the_words_side_ranks_the_notes_holding_every_word_alone_when_there_are_ten(
+    tmp_path: Path,
+) -> None:
+    """Ten notes hold both words: hybrid's words side ranks those alone, so a note holding
+    one of them (in its title) is found by words only in keyword mode; with nine, it is."""
+    both = {
+        f"both/{i}.md": f"# Note {i}\n\nThe gazpacho recipe, with a tomato.\n" for i in range(10)
+    }
+    one = {"one/gazpacho.md": "# Gazpacho\n\nGazpacho is served cold.\n"}
+    make_vault(tmp_path, {**both, **one})
+    index = Index.open(tmp_path / "test", "test")
+    index.reconcile()
+    try:
+        words, total = search.ranking(index, "gazpacho tomato", Filters(), 100, every_first=10)
+        assert total == 10
+        assert {path for path, _ in words} == set(both)
+        keyword = search.ranking(index, "gazpacho tomato", Filters(), 100)
+        assert keyword[1] == 11
+        (tmp_path / "test" / "both/0.md").unlink()
+        index.update_paths(["both/0.md"])
+        fewer, total = search.ranking(index, "gazpacho tomato", Filters(), 100, every_first=10)
+        assert total == 10  # nine hold both, so any word counts again
+        assert "one/gazpacho.md" in {path for path, _ in fewer}
+    finally:
+        index.close()
+
+
+def test_the_vector_side_runs_beside_the_words_under_the_callers_path_rules(
+    vault: tuple[Index, VectorStore],
+) -> None:
+    """The helper thread that searches the vectors sees the caller's rules: a paraphrase of
+    a note outside them finds nothing there, by meaning or by words."""
+    index, vectors = vault
+    question = "which pages point at the one I have open?"
+    with scope.applied(Reach.of(["canvas", "sync"])):
+        found = hybrid.find(index, vectors, question)
+    assert found.mode == "hybrid"
+    assert found.results.hits
+    assert {hit.path for hit in found.results.hits} <= {"canvas/export.md", "sync/conflicts.md"}
+    assert paths(hybrid.find(index, vectors, question))[0] == "links/backlinks.md"
+
+
+def test_with_every_helper_busy_a_search_searches_its_vectors_itself(
+    vault: tuple[Index, VectorStore],
+) -> None:
+    index, vectors = vault
+    question = "which pages point at the one I have open?"
+    alone = hybrid.find(index, vectors, question)
+    taken = 0
+    try:
+        while hybrid._helpers.acquire(blocking=False):  # hold every helper
+            taken += 1
+        assert taken == hybrid.HELPERS
+        busy = hybrid.find(index, vectors, question)
+    finally:
+        for _ in range(taken):
+            hybrid._helpers.release()
+    assert busy.results.hits == alone.results.hits
+
+
+def test_the_helper_thread_works_under_the_callers_rules_and_deadline() -> None:
+    rules = Reach.of(["canvas"])
+    limit = deadline.Limit(30)
+    with scope.applied(rules), limit.active():
+        seen = hybrid._beside(lambda: (scope.current(), deadline.current()))
+    assert seen() == (rules, limit)
+    failing = hybrid._beside(lambda: 1 // 0)
+    with pytest.raises(ZeroDivisionError):
+        failing()

@@ -5,16 +5,19 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
 
-from vault_core import edit, queries, search, testing
+from vault_core import deadline, edit, queries, search, testing
+from vault_core import library as library_module
 from vault_core.edit import WriteOp
 from vault_core.errors import NotFoundError, VaultExistsError, VersioningOffError
-from vault_core.library import RECOVERED, Library, Settings
+from vault_core.library import RECOVERED, Library, OpenVault, Settings, VaultOpeningError
 from vault_core.vault import Actor
 
 
@@ -186,7 +189,10 @@ def test_restore_writes_an_old_revision_back_through_the_write_path(library: Lib
     assert any("second" in p.read_text() for p in trash)
 
 
-def test_a_vault_folder_made_after_start_opens_on_first_use(library: Library) -> None:
+def test_a_vault_folder_made_after_start_opens_on_first_use(
+    library: Library, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(library_module, "OPEN_WAIT", 3600.0)  # a loaded machine is slow
     (library.data_dir / "later").mkdir()
     (library.data_dir / "later" / "x.md").write_text("# Later\nfound\n")
     opened = library.get("later")
@@ -232,3 +238,123 @@ def test_a_vault_holding_hostile_files_opens_reports_them_and_keeps_committing(
     finally:
         again.close()
     assert str(tmp_path) not in json.dumps(logs, default=str)
+
+
+@pytest.fixture
+def held_open() -> Iterator[threading.Event]:
+    """Opening the vault named `big` waits until the event is set (a first index of hours)."""
+    with testing.held_open("big") as release:
+        yield release
+
+
+def test_a_vault_being_opened_holds_up_no_call_to_another(
+    library: Library, held_open: threading.Event, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(library_module, "OPEN_WAIT", 0.05)
+    (library.data_dir / "big").mkdir()
+    (library.data_dir / "big" / "x.md").write_text("# Big\nfound\n")
+    with pytest.raises(VaultOpeningError, match="still being opened") as caught:
+        library.get("big")
+    assert caught.value.code == "timeout"
+    assert library.names() == ["big", "default"]
+    answered: list[OpenVault] = []
+    other = threading.Thread(target=lambda: answered.append(library.get("default")))
+    other.start()
+    other.join()  # would wait for the open of big if that held the library's lock
+    assert answered == [library.get("default")]
+    held_open.set()
+    monkeypatch.setattr(library_module, "OPEN_WAIT", 3600.0)
+    opened = library.get("big")
+    assert search.search(opened.index, "found").total == 1
+    assert library.get("big") is opened
+
+
+def test_a_call_waits_for_an_opening_vault_no_longer_than_its_deadline(
+    library: Library, held_open: threading.Event, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(library_module, "OPEN_WAIT", 3600.0)  # the deadline comes first
+    (library.data_dir / "big").mkdir()
+    with deadline.Limit(0.05).active(), pytest.raises(VaultOpeningError):
+        library.get("big")
+
+
+def test_a_failed_open_reaches_the_caller_and_the_next_call_tries_again(
+    library: Library, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real, calls = OpenVault.open, []
+
+    def failing_once(root: Path, name: str, *args: Any, **kwargs: Any) -> OpenVault:
+        calls.append(name)
+        if len(calls) == 1:
+            raise OSError(5, "Input/output error")
+        return real(root, name, *args, **kwargs)
+
+    monkeypatch.setattr(OpenVault, "open", failing_once)
+    (library.data_dir / "flaky").mkdir()
+    with capture_logs() as logs, pytest.raises(OSError, match="Input/output"):
+        library.get("flaky")
+    assert [e["event"] for e in logs if e.get("vault") == "flaky"] == ["vault_open_failed"]
+    assert library.get("flaky").name == "flaky"
+    assert calls == ["flaky", "flaky"]
+
+
+def test_opening_in_the_background_lists_the_vaults_at_once_and_close_waits(
+    tmp_path: Path, held_open: threading.Event, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(library_module, "OPEN_WAIT", 0.05)
+    data = tmp_path / "data"
+    for name in ("big", "small"):
+        (data / name).mkdir(parents=True)
+        (data / name / "n.md").write_text(f"# {name}\n")
+    lib = Library(data, Settings(watch=False)).open_all(background=True)
+    try:
+        assert lib.names() == ["big", "small"]
+        with pytest.raises(VaultOpeningError):
+            lib.get("big")
+        monkeypatch.setattr(library_module, "OPEN_WAIT", 3600.0)
+        assert lib.get("small").name == "small"  # ready while big is still being opened
+        assert lib.names() == ["big", "small"]
+        held_open.set()
+    finally:
+        lib.close()
+    assert lib.names() == []
+
+
+def test_settle_waits_a_bounded_time_and_names_what_is_still_opening(
+    tmp_path: Path, held_open: threading.Event
+) -> None:
+    data = tmp_path / "data"
+    for name in ("big", "small"):
+        (data / name).mkdir(parents=True)
+        (data / name / "n.md").write_text(f"# {name}\n")
+    lib = Library(data, Settings(watch=False)).open_all(background=True)
+    try:
+        assert lib.ready("big") is None  # neither waits nor starts an open
+        assert lib.settle(0.2) == ["big"]
+        assert lib.opening() == ["big"]
+        small = lib.ready("small")
+        assert small is not None
+        assert small.name == "small"
+        held_open.set()
+        assert lib.settle(3600.0) == []
+        assert lib.opening() == []
+        assert lib.ready("big") is lib.get("big")
+    finally:
+        lib.close()
+
+
+def test_settle_raises_the_error_of_a_vault_that_failed_to_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(root: Path, name: str, *args: Any, **kwargs: Any) -> OpenVault:
+        raise OSError(5, "Input/output error")
+
+    (tmp_path / "data" / "bad").mkdir(parents=True)
+    monkeypatch.setattr(OpenVault, "open", broken)
+    lib = Library(tmp_path / "data", Settings(watch=False)).open_all(background=True)
+    try:
+        with pytest.raises(OSError, match="Input/output"):
+            lib.settle(3600.0)
+        assert lib.ready("bad") is None
+    finally:
+        lib.close()

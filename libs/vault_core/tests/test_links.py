@@ -12,7 +12,7 @@ import re
 import shutil
 import sqlite3
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -22,7 +22,8 @@ import yaml
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from vault_core import links, linkstore, queries
+from vault_core import index as index_module
+from vault_core import links, linkstore, queries, snapshot
 from vault_core.index import Index
 from vault_core.testing import corpus_dir
 
@@ -109,11 +110,17 @@ def test_an_anchor_only_link_points_into_its_own_note(build: Build) -> None:
 
 
 def test_dot_slash_and_dot_dot_resolve_against_the_linking_note_s_folder(build: Build) -> None:
-    index = build({
-        "a/b/src.md": "[[./sib]] [[../up]] [[../../top]] [[./c/down]]\n",
-        "a/b/sib.md": "", "a/up.md": "", "top.md": "", "a/b/c/down.md": "",
-        "elsewhere/sib.md": "", "elsewhere/up.md": "",
-    })  # fmt: skip
+    index = build(
+        {
+            "a/b/src.md": "[[./sib]] [[../up]] [[../../top]] [[./c/down]]\n",
+            "a/b/sib.md": "",
+            "a/up.md": "",
+            "top.md": "",
+            "a/b/c/down.md": "",
+            "elsewhere/sib.md": "",
+            "elsewhere/up.md": "",
+        }
+    )
     assert resolved(index, "a/b/src.md") == [
         ("./sib", "a/b/sib.md"),
         ("../up", "a/up.md"),
@@ -144,10 +151,13 @@ def test_a_leading_slash_is_dropped(build: Build) -> None:
 
 
 def test_exact_path_then_path_with_md_then_path_ignoring_case(build: Build) -> None:
-    index = build({
-        "src.md": "[[Folder/Note.md]] [[Folder/Note]] [[folder/NOTE]] [[FOLDER/note.MD]]\n",
-        "Folder/Note.md": "", "Other/Note.md": "",
-    })  # fmt: skip
+    index = build(
+        {
+            "src.md": "[[Folder/Note.md]] [[Folder/Note]] [[folder/NOTE]] [[FOLDER/note.MD]]\n",
+            "Folder/Note.md": "",
+            "Other/Note.md": "",
+        }
+    )
     assert resolved(index, "src.md") == [
         ("Folder/Note.md", "Folder/Note.md"),
         ("Folder/Note", "Folder/Note.md"),
@@ -164,11 +174,13 @@ def test_a_unique_file_name_resolves_in_any_case_with_or_without_md(build: Build
 
 
 def test_a_unique_title_resolves(build: Build) -> None:
-    index = build({
-        "src.md": "[[The Real Title]] [[the real title]] [[Heading Title]]\n",
-        "n/2024-01-01.md": "---\ntitle: The Real Title\n---\n",
-        "n/h.md": "# Heading Title\n",
-    })  # fmt: skip
+    index = build(
+        {
+            "src.md": "[[The Real Title]] [[the real title]] [[Heading Title]]\n",
+            "n/2024-01-01.md": "---\ntitle: The Real Title\n---\n",
+            "n/h.md": "# Heading Title\n",
+        }
+    )
     assert resolved(index, "src.md") == [
         ("The Real Title", "n/2024-01-01.md"),
         ("the real title", "n/2024-01-01.md"),
@@ -177,10 +189,12 @@ def test_a_unique_title_resolves(build: Build) -> None:
 
 
 def test_a_unique_alias_resolves(build: Build) -> None:
-    index = build({
-        "src.md": "[[Throttling]] [[THROTTLING|x]]\n",
-        "wiki/rate-limits.md": "---\naliases: [Throttling, Backpressure]\n---\n",
-    })  # fmt: skip
+    index = build(
+        {
+            "src.md": "[[Throttling]] [[THROTTLING|x]]\n",
+            "wiki/rate-limits.md": "---\naliases: [Throttling, Backpressure]\n---\n",
+        }
+    )
     assert resolved(index, "src.md") == [
         ("Throttling", "wiki/rate-limits.md"),
         ("THROTTLING", "wiki/rate-limits.md"),
@@ -188,22 +202,26 @@ def test_a_unique_alias_resolves(build: Build) -> None:
 
 
 def test_file_name_outranks_title_and_title_outranks_alias(build: Build) -> None:
-    index = build({
-        "src.md": "[[Topic]] [[Theme]]\n",
-        "a/Topic.md": "",
-        "b/other.md": "---\ntitle: Topic\naliases: [Theme]\n---\n",
-        "c/third.md": "---\ntitle: Theme\n---\n",
-    })  # fmt: skip
+    index = build(
+        {
+            "src.md": "[[Topic]] [[Theme]]\n",
+            "a/Topic.md": "",
+            "b/other.md": "---\ntitle: Topic\naliases: [Theme]\n---\n",
+            "c/third.md": "---\ntitle: Theme\n---\n",
+        }
+    )
     assert resolved(index, "src.md") == [("Topic", "a/Topic.md"), ("Theme", "c/third.md")]
 
 
 def test_attachments_resolve_by_exact_path_and_by_unique_file_name(build: Build) -> None:
-    index = build({
-        "src.md": "![[attachments/diagram.png]] ![[diagram.png]] ![[Diagram.PNG]] "
-        "![img](attachments/diagram.png) [[report.pdf]] ![[diagram]]\n",
-        "attachments/diagram.png": b"png",
-        "files/deep/report.pdf": b"pdf",
-    })  # fmt: skip
+    index = build(
+        {
+            "src.md": "![[attachments/diagram.png]] ![[diagram.png]] ![[Diagram.PNG]] "
+            "![img](attachments/diagram.png) [[report.pdf]] ![[diagram]]\n",
+            "attachments/diagram.png": b"png",
+            "files/deep/report.pdf": b"pdf",
+        }
+    )
     assert resolved(index, "src.md") == [
         ("attachments/diagram.png", "attachments/diagram.png"),
         ("diagram.png", "attachments/diagram.png"),
@@ -215,17 +233,24 @@ def test_attachments_resolve_by_exact_path_and_by_unique_file_name(build: Build)
 
 
 def test_two_attachments_with_one_file_name_leave_the_link_broken(build: Build) -> None:
-    index = build({
-        "src.md": "![[pic.png]] ![[a/pic.png]]\n", "a/pic.png": b"1", "b/pic.png": b"2",
-    })  # fmt: skip
+    index = build(
+        {
+            "src.md": "![[pic.png]] ![[a/pic.png]]\n",
+            "a/pic.png": b"1",
+            "b/pic.png": b"2",
+        }
+    )
     assert resolved(index, "src.md") == [("pic.png", ""), ("a/pic.png", "a/pic.png")]
 
 
 def test_markdown_links_are_percent_decoded(build: Build) -> None:
-    index = build({
-        "src.md": "[x](My%20Note.md) [y](<My Note.md>) [z](Caf%C3%A9.md#Part%201)\n",
-        "My Note.md": "", "Café.md": "",
-    })  # fmt: skip
+    index = build(
+        {
+            "src.md": "[x](My%20Note.md) [y](<My Note.md>) [z](Caf%C3%A9.md#Part%201)\n",
+            "My Note.md": "",
+            "Café.md": "",
+        }
+    )
     assert link_rows(index, "src.md") == [
         ("src.md", "My Note.md", "", "", 0, "My Note.md"),
         ("src.md", "My Note.md", "", "", 0, "My Note.md"),
@@ -234,10 +259,15 @@ def test_markdown_links_are_percent_decoded(build: Build) -> None:
 
 
 def test_markdown_links_try_the_linking_note_s_folder_first(build: Build) -> None:
-    index = build({
-        "a/src.md": "[md](Note.md) [[Note.md]] [sub](sub/x.md)\n",
-        "a/Note.md": "", "Note.md": "", "a/sub/x.md": "", "sub/x.md": "",
-    })  # fmt: skip
+    index = build(
+        {
+            "a/src.md": "[md](Note.md) [[Note.md]] [sub](sub/x.md)\n",
+            "a/Note.md": "",
+            "Note.md": "",
+            "a/sub/x.md": "",
+            "sub/x.md": "",
+        }
+    )
     assert resolved(index, "a/src.md") == [
         ("Note.md", "Note.md"),  # the wiki-link (listed first) names a vault path
         ("Note.md", "a/Note.md"),
@@ -267,13 +297,17 @@ def test_links_inside_code_are_not_links(build: Build) -> None:
     [
         ({"a/Same.md": "", "b/Same.md": ""}, "[[Same]]"),
         ({"a/x.md": "---\ntitle: Same\n---\n", "b/y.md": "# Same\n"}, "[[Same]]"),
-        ({"a/x.md": "---\naliases: [Same]\n---\n", "b/y.md": "---\naliases: [same]\n---\n"},
-         "[[Same]]"),
-        ({"a/x.md": "---\naliases: [Same]\n---\n", "b/y.md": "---\naliases: [same]\n---\n"},
-         "[s](Same)"),
+        (
+            {"a/x.md": "---\naliases: [Same]\n---\n", "b/y.md": "---\naliases: [same]\n---\n"},
+            "[[Same]]",
+        ),
+        (
+            {"a/x.md": "---\naliases: [Same]\n---\n", "b/y.md": "---\naliases: [same]\n---\n"},
+            "[s](Same)",
+        ),
     ],
     ids=["stem", "title", "alias", "markdown-alias"],
-)  # fmt: skip
+)
 def test_ambiguity_leaves_a_link_broken(
     build: Build, files: dict[str, str | bytes], link: str
 ) -> None:
@@ -376,11 +410,13 @@ def test_renaming_a_note_moves_or_breaks_the_links_to_it(build: Build, tmp_path:
 def test_a_title_or_alias_change_re_resolves_links_by_that_name(
     build: Build, tmp_path: Path
 ) -> None:
-    index = build({
-        "src.md": "[[Old Title]] [[New Title]] [[Nick]]\n",
-        "n.md": "---\ntitle: Old Title\n---\n",
-        "m.md": "---\naliases: [Nick]\n---\n",
-    })  # fmt: skip
+    index = build(
+        {
+            "src.md": "[[Old Title]] [[New Title]] [[Nick]]\n",
+            "n.md": "---\ntitle: Old Title\n---\n",
+            "m.md": "---\naliases: [Nick]\n---\n",
+        }
+    )
     assert [r for _t, r in resolved(index, "src.md")] == ["n.md", "", "m.md"]
     write(index, "n.md", "---\ntitle: New Title\naliases: [nick]\n---\n")
     assert [r for _t, r in resolved(index, "src.md")] == ["", "n.md", ""]
@@ -407,9 +443,19 @@ def test_editing_the_linking_note_re_resolves_its_own_links(build: Build, tmp_pa
 _STEMS = ["alpha", "Beta", "gamma"]
 _FOLDERS = ["", "x/", "x/y/"]
 _TARGETS = [
-    "[[alpha]]", "[[Beta]]", "[[x/alpha]]", "[[../alpha]]", "[[./gamma]]", "[[Shared]]",
-    "[[Nick]]", "![[pic.png]]", "[m](alpha.md)", "[m](../Beta.md)", "[[#Head]]", "[[X/Y/GAMMA]]",
-]  # fmt: skip
+    "[[alpha]]",
+    "[[Beta]]",
+    "[[x/alpha]]",
+    "[[../alpha]]",
+    "[[./gamma]]",
+    "[[Shared]]",
+    "[[Nick]]",
+    "![[pic.png]]",
+    "[m](alpha.md)",
+    "[m](../Beta.md)",
+    "[[#Head]]",
+    "[[X/Y/GAMMA]]",
+]
 
 
 def _random_note(rng: random.Random) -> str:
@@ -487,8 +533,9 @@ class Oracle:
         for rel in self.files - set(self.notes):
             by["path"][rel.lower()].add(rel)
             by["file"][posixpath.basename(rel).lower()].add(rel)
-        self.unique = {kind: {k: next(iter(v)) for k, v in d.items() if len(v) == 1}
-                       for kind, d in by.items()}  # fmt: skip
+        self.unique = {
+            kind: {k: next(iter(v)) for k, v in d.items() if len(v) == 1} for kind, d in by.items()
+        }
 
     @staticmethod
     def _read(path: Path) -> tuple[dict[str, Any], list[Token]]:
@@ -545,8 +592,13 @@ class Oracle:
             if candidate in self.files:
                 return candidate
         bare = target[:-3] if target.lower().endswith(".md") else target
-        for kind, name in (("path", bare), ("stem", bare), ("title", target), ("alias", target),
-                           ("file", target)):  # fmt: skip
+        for kind, name in (
+            ("path", bare),
+            ("stem", bare),
+            ("title", target),
+            ("alias", target),
+            ("file", target),
+        ):
             found = self.unique[kind].get(name.lower())
             if found:
                 return found
@@ -587,3 +639,161 @@ def test_the_corpus_resolves_every_link_as_an_independent_resolver_does(tmp_path
     # Obsidian Publish/ and Obsidian Sync/ (Obsidian would pick the one beside the link).
     assert broken == sum(n for key, n in theirs.items() if key[4] == "")
     assert sum(theirs.values()) > 1500
+
+
+def test_a_target_shared_by_many_notes_is_resolved_once_but_relative_ones_per_note(
+    build: Build, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = build(
+        {
+            "a/x.md": "# X in a\n",
+            "b/x.md": "# X in b\n",
+            "Unique.md": "# Unique\n",
+            "a/src.md": "[[./x]] [[Unique]] [[#Top]] [[ Unique ]]\n",
+            "b/src.md": "[[./x]] [[Unique]] [[#Top]] [x](x.md)\n",
+        }
+    )
+    calls: list[str] = []
+    real = links.resolve
+
+    def counted(src: str, target: str, names: links.Names, *, wiki: bool = True) -> str:
+        calls.append(target)
+        return real(src, target, names, wiki=wiki)
+
+    monkeypatch.setattr(links, "resolve", counted)
+    with index.writing() as conn:
+        conn.execute("UPDATE links SET resolved = ''")
+        linkstore.resolve_all(conn)
+    assert resolved(index, "a/src.md") == [
+        ("./x", "a/x.md"), ("Unique", "Unique.md"), ("", "a/src.md"), ("Unique", "Unique.md"),
+    ]  # fmt: skip
+    assert resolved(index, "b/src.md") == [
+        ("./x", "b/x.md"), ("Unique", "Unique.md"), ("", "b/src.md"), ("x.md", "b/x.md"),
+    ]  # fmt: skip
+    assert calls.count("Unique") == 1  # the same from every note
+    assert calls.count("./x") == 2  # relative to each note
+    assert calls.count("") == 2  # into each note itself
+    assert [links.from_anywhere(t) for t in ("  ", ".\\x", "/wiki/Hub", "x.md")] == [
+        False, False, True, True,
+    ]  # fmt: skip
+
+
+# ---------------------------------------------------------------------- a cold fill
+
+_FILL: dict[str, str | bytes] = {
+    "a/x.md": "# X\n[[y]] [[x]] [[Shared]] [[Nick]] ![[pic.png]] [[../b/z]] [m](z.md)\n",
+    "b/x.md": "---\naliases: [Nick]\n---\n# X too\n[[./z]] [[A/X]] [[missing]] [[#Top]]\n",
+    "b/z.md": "---\ntitle: Shared\n---\n[[Y.md]] [[pic.png]] [m](../a/x.md)\n",
+    "y.md": "# Y\n[[z]] [[Shared]] [[x]]\n",
+    "pic.png": b"png",
+}
+
+
+def _filled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: Mapping[str, str | bytes]
+) -> Index:
+    """An index filled from empty by worker processes, as a large vault's cold index is."""
+    monkeypatch.setattr(index_module, "BULK", 3)
+    monkeypatch.setattr(snapshot, "PARALLEL_MIN", 3)
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    for rel, content in files.items():
+        target = tmp_path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content.encode() if isinstance(content, str) else content)
+    return Index.open(tmp_path, "v")
+
+
+def _full_passes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    made: list[int] = []
+    real = linkstore.resolve_all
+
+    def counted(conn: sqlite3.Connection) -> int:
+        made.append(real(conn))
+        return made[-1]
+
+    monkeypatch.setattr(linkstore, "resolve_all", counted)
+    return made
+
+
+def test_resolving_by_path_agrees_with_resolve_or_leaves_it_to_the_titles(build: Build) -> None:
+    index = build(_FILL)
+    paths = linkstore.PathNames(_FILL)
+    with index.reading() as conn:
+        names = linkstore._MemoryNames(conn)
+        rows = conn.execute("SELECT src, target, wiki FROM links").fetchall()
+    decided = 0
+    for src, target, wiki in rows:
+        early = links.resolve_by_path(src, target, paths, wiki=bool(wiki))
+        if early is not None:
+            decided += 1
+            assert early == links.resolve(src, target, names, wiki=bool(wiki)), (src, target)
+    # Left to the titles and aliases: [[Shared]] and [[x]] (two stems) twice each, [[Nick]],
+    # [[missing]].
+    assert decided == len(rows) - 6
+
+
+def test_a_fill_by_workers_resolves_links_as_a_full_pass_does_without_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = _filled(tmp_path, monkeypatch, _FILL)
+    passes = _full_passes(monkeypatch)
+    try:
+        index.reconcile()
+        assert passes == []
+        assert changes_by_a_full_pass(index) == 0
+        # [[x]]: two stems, one title "X".
+        assert resolved(index, "y.md") == [("z", "b/z.md"), ("Shared", "b/z.md"), ("x", "a/x.md")]
+        assert resolved(index, "a/x.md")[2:4] == [("Shared", "b/z.md"), ("Nick", "b/x.md")]
+    finally:
+        index.close()
+
+
+def test_a_fill_that_skips_a_file_resolves_every_link_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = _filled(tmp_path, monkeypatch, {**_FILL, "y.md": b"\xff\xfe not UTF-8"})
+    passes = _full_passes(monkeypatch)
+    try:
+        index.reconcile()
+        assert len(passes) == 1  # the workers took y.md for a note the index would hold
+        assert resolved(index, "b/z.md")[0] == ("Y.md", "")
+        assert changes_by_a_full_pass(index) == 0
+    finally:
+        index.close()
+
+
+def test_a_fill_with_an_update_meanwhile_resolves_every_link_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index_module, "BATCH", 2)  # m.md and a/q.md, then a/r.md and z/q.md
+    files = {"m.md": "# M\n", "a/q.md": "# Q\n", "a/r.md": "# R\n", "z/q.md": "# Q\n"}
+    index = _filled(tmp_path, monkeypatch, files)
+    passes = _full_passes(monkeypatch)
+
+    def update(done: int, _total: int) -> None:
+        if done == 2:  # [[q]] resolved while a/q.md is the only q the index holds
+            (tmp_path / "m.md").write_text("# M\n[[q]]\n")
+            index.update_path("m.md")
+
+    try:
+        index.reconcile(progress=update)
+        assert len(passes) == 1
+        assert resolved(index, "m.md") == [("q", "")]  # two stems, two titles Q: ambiguous
+        assert changes_by_a_full_pass(index) == 0
+    finally:
+        index.close()
+
+
+@pytest.mark.slow
+def test_the_corpus_filled_by_workers_resolves_every_link_as_a_full_pass_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = _filled(tmp_path, monkeypatch, {})
+    shutil.copytree(corpus_dir(), tmp_path, dirs_exist_ok=True)
+    passes = _full_passes(monkeypatch)
+    try:
+        index.reconcile()
+        assert passes == []
+        assert changes_by_a_full_pass(index) == 0
+    finally:
+        index.close()

@@ -309,3 +309,18 @@ def test_an_unmatched_backtick_hides_nothing() -> None:
 def test_strip_code_spans_keeps_every_other_character_in_place() -> None:
     assert markdown.strip_code_spans("a `b` c ``d`e`` f") == "a     c         f"
     assert markdown.strip_code_spans("no code") == "no code"
+
+
+def test_embeds_side_by_side_and_after_a_link_are_each_an_embed() -> None:
+    found = markdown.parse("[[a]]![[b]]![[c]] x![[d]] ![[e\n[[f]]")
+    assert [(link.target, link.embed, link.line) for link in found.links] == [
+        ("a", False, 1),
+        ("b", True, 1),
+        ("c", True, 1),
+        ("d", True, 1),
+        ("f", False, 2),
+    ]
+
+
+def test_an_embed_is_blanked_with_its_bang_before_tags_are_looked_for() -> None:
+    assert markdown.parse("![[note#tag]]!#real").tags == ["real"]

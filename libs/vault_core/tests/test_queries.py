@@ -80,6 +80,38 @@ def test_top_tags_are_the_ten_most_used_ties_alphabetical(build: Build) -> None:
     ]  # fmt: skip
 
 
+def test_stats_follow_every_change_and_cost_no_query_while_there_is_none(build: Build) -> None:
+    index = build(STATS_FILES)
+    before = queries.stats(index)
+    opened = []
+    real = index.querying
+
+    def counted():  # type: ignore[no-untyped-def]
+        opened.append(1)
+        return real()
+
+    index.querying = counted  # type: ignore[method-assign]
+    assert queries.stats(index) == before
+    assert opened == []
+    (index.root / "c.md").write_text("now [[a]] links out\n- [ ] open three\n")
+    index.update_path("c.md")
+    after = queries.stats(index)
+    assert len(opened) == 1
+    assert (after["orphans"], after["open_tasks"], after["links"]) == (1, 3, 4)
+
+
+def test_stats_count_orphans_as_the_review_does(build: Build) -> None:
+    files: dict[str, str | bytes] = {
+        "hub.md": "[[a]] [[b]] [[gone]]\n", "a.md": "[[a]] self only\n", "b.md": "plain\n",
+        "c.md": "[[#Heading]]\n", "d.md": "[[c]]\n", "e.md": "[[missing]]\n",
+        "f/p.png": b"png", "g.md": "![[p.png]]\n",
+    }  # fmt: skip
+    index = build(files)
+    found = queries.review(index, stale_before_ns=0, limit=50, only="orphan")["orphan"]
+    assert queries.stats(index)["orphans"] == len(found)
+    assert [item["path"] for item in found] == ["e.md"]  # a broken link joins nothing
+
+
 # ---------------------------------------------------------------------- tag_list
 
 

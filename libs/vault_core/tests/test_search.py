@@ -7,7 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
-from vault_core import search, snippet
+from tickets import Reach
+from vault_core import scope, search, snippet
 from vault_core.errors import InvalidArgumentError
 from vault_core.index import Index
 from vault_core.search import Filters
@@ -245,6 +246,35 @@ def test_tags_are_and_ed_and_a_tag_also_matches_its_subtags(build: Build) -> Non
     assert tagged("projects") == ["projects-old/c.md"]
     assert tagged("a_b") == ["a_b/d.md"]  # `_` is literal, not a wildcard
     assert tagged("project", "missing") == []
+
+
+TAGGED = {
+    (True, "project"): ["projects.md", "projects/a.md", "projects/sub/b.md"],
+    (True, "project/alpha"): ["projects/a.md"],
+    (True, "#Project"): ["projects.md", "projects/a.md"],
+    (True, "a_b"): ["a_b/d.md"],
+    (False, "project"): ["projects/a.md", "projects/sub/b.md"],
+    (False, "project/alpha"): ["projects/a.md"],
+    (False, "#Project"): ["projects/a.md"],
+    (False, "a_b"): [],
+}
+
+
+@pytest.mark.parametrize("rare", [0, 10**6])
+def test_a_rare_and_a_common_tag_filter_the_same(
+    build: Build, monkeypatch: pytest.MonkeyPatch, rare: int
+) -> None:
+    """A tag on few notes is looked up in a list, a common one in each match's tags
+    (`search.RARE_TAG`); both find the same notes, with and without path rules."""
+    index = build(FILTER_FILES)
+    monkeypatch.setattr(search, "RARE_TAG", rare)
+    for rules in (None, Reach.of(["projects"])):
+        with scope.applied(rules):
+            for tags in (["project"], ["project/alpha"], ["#Project", "urgent"], ["a_b"]):
+                found = search.search(index, filters=Filters(tags=tags))
+                ranked = search.search(index, "word", Filters(tags=tags))
+                wanted = TAGGED[(rules is None, tags[0])]
+                assert sorted(paths_of(found)) == sorted(paths_of(ranked)) == wanted, tags
 
 
 def test_modified_after_keeps_notes_modified_at_or_after_the_moment(build: Build) -> None:

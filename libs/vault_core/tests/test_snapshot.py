@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
 
-from vault_core import paths, snapshot
+from vault_core import paths, rows, snapshot
 from vault_core.index import Index
 
 
@@ -34,11 +36,16 @@ def test_reading_in_parallel_gives_what_reading_in_order_gives(many: Path) -> No
         assert (got.rel, got.mtime_ns, got.size, got.skipped) == (
             want.rel, want.mtime_ns, want.size, want.skipped,
         )  # fmt: skip
-        if want.note is not None:
-            assert got.note is not None
-            assert (got.note.title, got.note.tags, got.note.links, got.note.content_hash) == (
-                want.note.title, want.note.tags, want.note.links, want.note.content_hash,
-            )  # fmt: skip
+        # A worker sends the file's rows for the index, not its parse.
+        assert got.note is None
+        assert got.digest == want.digest
+        assert got.text == want.text
+        if want.digest:
+            assert 0 < got.read_ns <= time.time_ns()
+        assert rows.file_rows(got) == rows.file_rows(want)
+        if want.note is not None and not want.skipped:
+            assert got.rows is not None
+            assert got.rows.tables["notes"][0][1] == want.note.title
 
 
 def test_a_large_cold_index_is_complete(many: Path) -> None:
@@ -61,3 +68,45 @@ def test_skipped_notes_carry_their_reason(many: Path) -> None:
     assert big.skipped == "too_large"
     assert latin is not None
     assert latin.skipped == "not_utf8"
+
+
+def rewritten_keeping_the_stamp(target: Path, text: str) -> None:
+    """A same-size write whose mtime ends up where it was (`rsync -t`, a coarse clock)."""
+    before = target.stat()
+    target.write_text(text)
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def test_a_recent_file_is_read_again_before_it_is_stored(tmp_path: Path) -> None:
+    target = tmp_path / "n.md"
+    target.write_text("# one\n")
+    snap = snapshot.read(tmp_path, "n.md", target)
+    rewritten_keeping_the_stamp(target, "# two\n")
+    assert not snapshot.still(tmp_path, target, snap)
+
+
+def test_a_file_last_written_a_minute_before_its_read_is_not_read_again(tmp_path: Path) -> None:
+    target = tmp_path / "n.md"
+    target.write_text("# one\n")
+    settled = time.time_ns() - snapshot.SETTLED_NS - 1_000_000_000
+    os.utime(target, ns=(settled, settled))
+    snap = snapshot.read(tmp_path, "n.md", target)
+    assert snapshot.still(tmp_path, target, snap)
+    rewritten_keeping_the_stamp(target, "# two\n")
+    assert snapshot.still(tmp_path, target, snap)  # the trade: no second read of old files
+    target.write_text("# three\n")  # any write now moves the mtime on
+    assert not snapshot.still(tmp_path, target, snap)
+
+
+@pytest.mark.parametrize("now", [b"# N\ngrew after the stat\n", b"#"])
+def test_a_note_whose_size_changed_after_its_stat_is_marked_to_be_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, now: bytes
+) -> None:
+    target = tmp_path / "n.md"
+    target.write_bytes(b"# N\n")
+    stale = snapshot.stat_of(tmp_path, target)
+    target.write_bytes(now)
+    monkeypatch.setattr(snapshot, "stat_of", lambda _root, _target: stale)
+    snap = snapshot.read(tmp_path, "n.md", target)
+    assert snap is not None
+    assert (snap.mtime_ns, snap.size) == (-1, -1)  # what the store reads again

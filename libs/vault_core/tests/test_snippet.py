@@ -111,3 +111,40 @@ def test_words_fold_as_the_tokenizer_folds_them() -> None:
     body = "filler " * 300 + "Die Straße ist lang."
     [text] = snippet.snippets('"straße"', [body])
     assert "Die <<Straße>> ist lang." in text
+
+
+LEAD_BODY = (
+    "# Sync\n\nIntro words here.\n\n## Conflicts\n\nWhen two devices edit one file, sync keeps"
+    " both copies so that nothing is lost and you can merge them later by hand, comparing"
+    " line by line what each device wrote.\n\n## Empty\n## Last\n\nThe end.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("heading", "expected"),
+    [
+        (
+            "Conflicts",
+            "… When two devices edit one file, sync keeps both copies so that nothing is lost"
+            " and you can merge them later by hand, comparing … ",
+        ),
+        ("", "# Sync Intro words here."),  # the text before the first heading, to the next
+        ("Last", "… The end."),  # the whole section: no ellipsis at its end
+        ("Empty", "Empty"),  # nothing under the heading: the heading itself
+        ("Not there", "# Sync Intro words here."),  # a heading renamed since: the body's start
+    ],
+)
+def test_a_note_found_by_meaning_shows_the_opening_words_of_its_section(
+    heading: str, expected: str
+) -> None:
+    assert snippet.lead(LEAD_BODY, heading) == expected
+
+
+def test_the_opening_words_of_a_section_are_bounded_however_long_its_words() -> None:
+    long_words = "# Big\n\n" + " ".join("x" * 100 for _ in range(50))
+    shown = snippet.lead(long_words, "Big")
+    assert shown.startswith("… x")
+    assert shown.endswith(" … ")
+    assert len(shown) <= snippet.LEAD + 2 * len(snippet.ELLIPSIS)
+    headings = "# A.B (c)?\n\nRegex characters in a heading are text.\n"
+    assert snippet.lead(headings, "A.B (c)?") == "… Regex characters in a heading are text."

@@ -8,14 +8,18 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
-from vault_core import embedding
+from tickets import Reach
+from vault_core import embedding, scope
 from vault_core.embedding import Embedder, Vectors
 from vault_core.index import Index
 from vault_core.testing import make_vault
-from vault_core.vectors import VectorStore
+from vault_core.vectors import STRIDE, VectorStore, _best, _dot, _Table
 
+FLOAT16 = 1e-4  # a score's error with the question rounded to float16, as the table's rows
 NOTES: dict[str, str | bytes] = {
     "links/backlinks.md": "# Backlinks\n\nThe backlinks pane lists every note that links to the"
     " note you are reading.\n",
@@ -54,8 +58,9 @@ def wait(condition: Callable[[], bool], seconds: float = 60) -> None:
 def opened(tmp_path: Path) -> Iterator[Callable[..., tuple[Index, VectorStore]]]:
     stores: list[tuple[Index, VectorStore]] = []
 
-    def open_(files: dict[str, str | bytes] | None = None, model: Embedder | None = None
-              ) -> tuple[Index, VectorStore]:  # fmt: skip
+    def open_(
+        files: dict[str, str | bytes] | None = None, model: Embedder | None = None
+    ) -> tuple[Index, VectorStore]:
         if files is not None:
             make_vault(tmp_path, files)
         index = Index.open(tmp_path / "test", "test")
@@ -77,8 +82,11 @@ def test_a_vault_is_embedded_in_the_background_and_found_by_meaning(
     _, vectors = opened(NOTES)
     wait(vectors.ready)
     assert vectors.progress().as_dict() == {
-        "model": "wordllama-l2_supercat-256", "embedded": 3, "total": 3, "done": True,
-    }  # fmt: skip
+        "model": "wordllama-l2_supercat-256",
+        "embedded": 3,
+        "total": 3,
+        "done": True,
+    }
     best = vectors.nearest("which pages point at the one I have open?", 3)
     assert best[0].path == "links/backlinks.md"
     assert best[0].heading == "Backlinks"
@@ -117,6 +125,26 @@ def test_a_restart_loads_the_vectors_instead_of_embedding_again(
     wait(reopened.ready)
     assert again.texts == []
     assert reopened.nearest("image export", 1)[0].path == "canvas/export.md"
+
+
+def test_progress_is_done_only_once_the_stored_vectors_are_in_memory(
+    opened: Callable[..., tuple[Index, VectorStore]],
+) -> None:
+    """A node just started on an embedded vault: the table counts every note embedded,
+    but search cannot rank by meaning until the vectors are loaded, and vault_stats must
+    not say done before note_search would answer in hybrid mode."""
+    index, vectors = opened(NOTES)
+    wait(vectors.ready)
+    vectors.stop()
+    cold = VectorStore(index, Counting())  # not started: nothing loaded yet
+    before = cold.progress()
+    assert (before.embedded, before.total, before.done) == (3, 3, False)
+    cold.start()
+    try:
+        wait(cold.ready)
+        assert cold.progress().done
+    finally:
+        cold.stop()
 
 
 def test_a_new_model_embeds_everything_again_and_drops_the_old_vectors(
@@ -173,3 +201,201 @@ def test_similar_notes_are_found_from_a_notes_own_vectors(
     assert "links/backlinks.md" not in [m.path for m in similar]
     assert similar[0].path == "links/graph.md"
     assert vectors.similar("no/such.md", 3) == []
+
+
+def test_a_caller_with_path_rules_is_ranked_only_among_the_notes_it_may_see(
+    opened: Callable[..., tuple[Index, VectorStore]],
+) -> None:
+    _, vectors = opened(NOTES)
+    wait(vectors.ready)
+    question = "which pages point at the one I have open?"
+    with scope.applied(Reach.of(["canvas", "sync"])):
+        hidden = vectors.nearest(question, 3)
+        again = vectors.nearest(question, 3)  # from the cached mask
+    assert sorted(m.path for m in hidden) == ["canvas/export.md", "sync/conflicts.md"]
+    assert again == hidden
+    assert vectors.nearest(question, 3)[0].path == "links/backlinks.md"
+    with scope.applied(Reach.of(["links"])):
+        assert [m.path for m in vectors.similar("links/backlinks.md", 3)] == []
+
+
+def _unit(rng: np.random.Generator, rows: int) -> npt.NDArray[np.float32]:
+    return embedding.normalised(rng.standard_normal((rows, 256)))
+
+
+def _exact(table: _Table, vector: Vectors, rows: int) -> list[int]:
+    size = len(table.meta)
+    scores = table.vectors(list(range(size))) @ vector
+    scores[~table.alive[:size]] = -np.inf
+    return [int(row) for row in np.argsort(-scores)[:rows] if np.isfinite(scores[row])]
+
+
+def test_ranking_by_the_first_dimensions_keeps_the_rows_the_whole_vectors_rank_first() -> None:
+    """Rows near the question in every dimension are near it in the first 128 too: the first
+    pass hands them on and the whole vectors put them in the exact order."""
+    rng = np.random.default_rng(5)
+    table = _Table(256, 128, candidates=20)
+    question = _unit(rng, 1)[0]
+    near = embedding.normalised(question + 0.6 * _unit(rng, 5))
+    table.put("near.md", ["a", "b", "c", "d", "e"], near)
+    for n, vector in enumerate(_unit(rng, 500)):
+        table.put(f"far/{n}.md", [""], vector[None, :])
+    found = table.nearest(question, 5)
+    assert [row for row, _ in found] == _exact(table, question, 5)
+    assert {table.meta[row][0] for row, _ in found} == {"near.md"}
+    assert [score for _, score in found] == sorted((score for _, score in found), reverse=True)
+
+
+def test_rows_the_caller_may_not_see_are_masked_before_the_first_pass_picks() -> None:
+    """Five hundred invisible rows are nearer than the two visible ones: with room for only
+    two candidates, the two visible rows are still the ones found."""
+    rng = np.random.default_rng(6)
+    table = _Table(256, 128, candidates=2)
+    question = _unit(rng, 1)[0]
+    for n, vector in enumerate(embedding.normalised(question + 0.3 * _unit(rng, 500))):
+        table.put(f"hidden/{n}.md", [""], vector[None, :])
+    table.put("open/a.md", [""], _unit(rng, 1))
+    table.put("open/b.md", [""], _unit(rng, 1))
+    visible = np.array([path.startswith("open/") for path, _ in table.meta])
+    found = table.nearest(question, 3, visible)
+    assert sorted(table.meta[row][0] for row, _ in found) == ["open/a.md", "open/b.md"]
+
+
+def test_a_table_that_grows_and_sheds_dead_rows_keeps_every_live_vector() -> None:
+    rng = np.random.default_rng(7)
+    table = _Table(256, 128, candidates=50)
+    vectors = _unit(rng, 3000)
+    for n in range(3000):
+        table.put(f"{n}.md", [""], vectors[n : n + 1])
+    again = [n for n in range(3000) if n % 3]
+    for n in again:
+        table.drop(f"{n}.md")
+    for n in again:  # the first of these finds two dead rows in three and compacts
+        table.put(f"{n}.md", [""], vectors[n : n + 1])
+    assert len(table.meta) == 3000
+    for n in (1, 1500, 2999):
+        (row,) = table.rows_of[f"{n}.md"]
+        # kept at the index's precision, float16, as the store always hands them over
+        assert np.allclose(table.vectors([row])[0], vectors[n].astype(np.float16), atol=1e-6)
+        assert table.meta[table.nearest(vectors[n], 1)[0][0]][0] == f"{n}.md"
+
+
+def test_a_question_asked_again_is_not_embedded_again(
+    opened: Callable[..., tuple[Index, VectorStore]],
+) -> None:
+    """The next page of a search asks the same question: its vector is kept."""
+    counting = Counting()
+    _, vectors = opened(NOTES, counting)
+    wait(vectors.ready)
+    before = len(counting.texts)
+    first = vectors.nearest("which pages point at the one I have open?", 3)
+    again = vectors.nearest("which pages point at the one I have open?", 3)
+    assert first == again
+    assert counting.texts[before:] == ["which pages point at the one I have open?"]
+
+
+def test_each_note_comes_once_by_its_nearest_section_after_rows_are_compacted() -> None:
+    """Notes of several rows each: one match per note, its best row, nearest first — also
+    once dead rows have been shed and every row has moved."""
+    rng = np.random.default_rng(8)
+    table = _Table(256, 128, candidates=64)
+    question = _unit(rng, 1)[0]
+    for n in range(400):
+        table.put(f"{n}.md", ["a", "b", "c"], _unit(rng, 3))
+    for n in range(400):
+        if n % 3:
+            table.drop(f"{n}.md")
+    table.put("near.md", ["x", "y"], embedding.normalised(question + 0.4 * _unit(rng, 2)))
+    assert len(table.meta) == 134 * 3 + 2  # compacted: the dropped notes' rows are gone
+    found = table.nearest_notes(question, 10)
+    owners = [table.meta[row][0] for row, _ in found]
+    assert owners[0] == "near.md"
+    assert len(set(owners)) == len(owners) == 10
+    exact = table.vectors(list(range(len(table.meta)))) @ question
+    for row, score in found:
+        rows = table.rows_of[table.meta[row][0]]
+        # the note's nearest row; the question is rounded to float16 as the rows are
+        assert np.isclose(score, exact[rows].max(), atol=FLOAT16)
+
+
+def test_the_int8_first_pass_keeps_the_nearest_rows_of_a_large_table() -> None:
+    """Past `candidates` rows the int8 codes choose which rows the whole vectors rank: ten
+    rows near the question among 5,000 random ones come first, in the exact order, with
+    their exact scores."""
+    rng = np.random.default_rng(9)
+    table = _Table(256, 128, candidates=200)
+    question = _unit(rng, 1)[0]
+    near = embedding.normalised(question + np.linspace(0.3, 1.2, 10)[:, None] * _unit(rng, 10))
+    for n, vector in enumerate(np.vstack([_unit(rng, 5000), near])):
+        table.put(f"{n}.md", [""], vector[None, :])
+    found = table.nearest(question, 10)
+    assert [row for row, _ in found] == _exact(table, question, 10)
+    assert {row for row, _ in found} == set(range(5000, 5010))
+    exact = table.vectors([r for r, _ in found]) @ question
+    assert np.allclose([s for _, s in found], exact, rtol=0, atol=FLOAT16)
+
+
+def test_the_visibility_mask_follows_new_rows_and_compactions(tmp_path: Path) -> None:
+    """Kept per set of rules and extended row by row: after appends, replacements and a
+    compaction it is what asking about every row would give."""
+    make_vault(tmp_path, {})
+    index = Index.open(tmp_path / "test", "test")
+    store = VectorStore(index, Counting())  # never started: the test fills its table
+    rng = np.random.default_rng(10)
+    table = store._table
+
+    def fill(names: list[str]) -> None:
+        for name in names:
+            table.put(name, ["a", "b"], _unit(rng, 2))
+
+    def expected() -> npt.NDArray[np.bool_]:
+        return np.array([scope.visible(path) for path, _ in table.meta])
+
+    try:
+        with scope.applied(Reach.of(["open"])):
+            fill([f"open/{n}.md" for n in range(300)] + [f"shut/{n}.md" for n in range(300)])
+            assert np.array_equal(store._visible(), expected())
+            fill(["open/new.md", "shut/new.md", "open/0.md"])  # two new notes, one replaced
+            assert np.array_equal(store._visible(), expected())
+            for name in [*(f"shut/{n}.md" for n in range(300)), "shut/new.md"]:
+                table.drop(name)
+            fill(["shut/late.md"])
+            moves = table.moves
+            fill(["open/1.md"])  # two dead rows in three: the table compacts
+            assert table.moves == moves + 1
+            assert np.array_equal(store._visible(), expected())
+        with scope.applied(Reach.of(["shut"])):
+            assert np.array_equal(store._visible(), expected())
+    finally:
+        index.close()
+
+
+def test_the_best_scores_picked_by_a_sampled_threshold_are_the_best_scores() -> None:
+    """`_best` over many scores partitions only those above a threshold from a sample: the
+    scores it picks are exactly the best ones, with dead rows (-inf), ties, and a sample
+    that lets too few through (then every score is partitioned)."""
+    rng = np.random.default_rng(10)
+    for trial in range(60):
+        scores = rng.standard_normal(20_000).astype(np.float32)
+        if trial % 3 == 0:
+            scores[rng.random(20_000) < 0.4] = -np.inf
+        if trial % 4 == 0:
+            scores = np.round(scores, 1)  # many ties at the cut
+        if trial % 5 == 0:  # the sampled rows are the best: the threshold lets too few by
+            scores[::STRIDE] += 100
+        for count in (1, 300, 2048):
+            picked = _best(scores, count)
+            exact = np.argpartition(-scores, count - 1)[:count]
+            assert len(set(picked.tolist())) == count
+            assert np.array_equal(np.sort(scores[picked]), np.sort(scores[exact]))
+
+
+def test_the_float16_rows_are_ranked_with_float32_sums() -> None:
+    """The whole vectors' pass sums float16 products in float32 (SimSIMD's AVX-512 FP16
+    kernel, which sums in float16 and was up to 1.7e-4 off, is switched off)."""
+    rng = np.random.default_rng(11)
+    rows = _unit(rng, 3000).astype(np.float16)
+    question = _unit(rng, 1)[0].astype(np.float16)
+    exact = rows.astype(np.float64) @ question.astype(np.float64)
+    assert np.abs(_dot(rows, question) - exact).max() < 1e-6
+    assert _dot(rows[:0], question).shape == (0,)

@@ -4,18 +4,7 @@ Paths (spec §9), notes and frontmatter (§8), the one write path (§11), sectio
 edits (§12), templates and layouts. No HTTP here; the node builds on this.
 """
 
-from vault_core.edit import (
-    DRY_RUN,
-    NO_CHANGE,
-    WriteOp,
-    WriteResult,
-    apply,
-    delete,
-    edit_frontmatter,
-    move,
-    put_attachment,
-    touch,
-)
+from vault_core.edit import DRY_RUN, NO_CHANGE, WriteOp, WriteResult, edit_frontmatter
 from vault_core.errors import (
     ATTACHMENT_LIMIT,
     ERROR_CODES,
@@ -52,7 +41,7 @@ from vault_core.markdown import Heading, Link, Task
 from vault_core.note import Note, parse
 from vault_core.paths import Entry, Resolved, check_vault_name
 from vault_core.text import content_hash
-from vault_core.vault import ATTACHMENT_TYPES, Actor, Vault, WriteHook
+from vault_core.vault import ATTACHMENT_TYPES, Actor, Vault
 from vault_core.watch import Watcher
 
 __all__ = [
@@ -103,16 +92,10 @@ __all__ = [
     "VaultExistsError",
     "VersioningOffError",
     "Watcher",
-    "WriteHook",
     "WriteOp",
     "WriteResult",
-    "apply",
     "check_vault_name",
     "content_hash",
-    "delete",
     "edit_frontmatter",
-    "move",
     "parse",
-    "put_attachment",
-    "touch",
 ]

@@ -36,14 +36,20 @@ class Limit:
     def passed(self) -> bool:
         return time.monotonic() >= self.at
 
-    def run(self, work: Callable[..., T], *args: object) -> T:
-        """Run `work(*args)` under this deadline in the current thread."""
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        """This deadline over the work done inside the block, in the current thread."""
         token = _CURRENT.set(self)
         try:
             check()  # a call that waited past its deadline for a worker gives the worker back
-            return work(*args)
+            yield
         finally:
             _CURRENT.reset(token)
+
+    def run(self, work: Callable[..., T], *args: object) -> T:
+        """Run `work(*args)` under this deadline in the current thread."""
+        with self.active():
+            return work(*args)
 
 
 _CURRENT: ContextVar[Limit | None] = ContextVar("vault_core_deadline", default=None)

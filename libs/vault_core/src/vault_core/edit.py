@@ -1,14 +1,18 @@
 """The one write path (spec §11): every mutation of a note passes through `apply`.
 
-Optimistic locking, dry run, trash-before-destroy, atomic replace and the
-after-write hooks are properties of this module, not of each tool.
+Optimistic locking, dry run, trash-before-destroy, atomic replace, and what follows a write
+— the index brought up to date, one attributed commit — are properties of this module, not
+of each tool. What follows cannot fail a write that reached the disk: a failure of it comes
+back as a warning on the result (and one log line), never as an error.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import structlog
 
 from vault_core import diff, frontmatter, storage
 from vault_core.errors import (
@@ -22,11 +26,15 @@ from vault_core.errors import (
     NoteExistsError,
     NoteNotFoundError,
     TooLargeError,
+    VaultError,
 )
 from vault_core.frontmatter import Frontmatter, Rfc3339, plain_value
+from vault_core.gitstore import Identity
 from vault_core.paths import Resolved
 from vault_core.text import Decoded, check_unicode, content_hash, decode, encode, same_hash
 from vault_core.vault import ATTACHMENT_TYPES, Actor, Vault, read_limited, rfc3339
+
+log = structlog.get_logger("vault_core")
 
 Transform = Callable[[str, bool], str]
 
@@ -43,6 +51,7 @@ class WriteOp:
     expected_hash: str | None = None
     dry_run: bool = False
     reason: str | None = None  # commit message; None = no commit (summary commit follows)
+    commit_as: str | None = None  # a tool's name: commit as `<tool>: <path>` (unless `reason`)
     skip_touch: bool = False  # leave created/updated alone (spec §11.5)
     only_new: bool = False  # refuse an existing note before reading it: the answer is blind
     exists_hint: str = "read it first or pass overwrite"
@@ -64,6 +73,8 @@ class WriteResult:
     diff: str = ""
     message: str = ""
     text: str = ""  # the new text (LF), for tools that report on it; never logged
+    warnings: list[str] = field(default_factory=list)
+    """What did not follow the write (index, history): it is on disk all the same."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def response(self) -> dict[str, Any]:
@@ -74,7 +85,7 @@ class WriteResult:
             "bytes": self.bytes,
             "content_hash": self.content_hash,
         }
-        for key in ("created", "deleted", "dry_run", "diff", "message"):
+        for key in ("created", "deleted", "dry_run", "diff", "message", "warnings"):
             value = getattr(self, key)
             if value:
                 out[key] = value
@@ -95,7 +106,7 @@ class _Current:
 
 def apply(vault: Vault, op: WriteOp, actor: Actor | None = None) -> WriteResult:
     """Spec §11.1 steps 1-14, in order."""
-    resolved = vault.resolve_note(op.path)
+    resolved = vault.resolve_for_write(op.path)
     with vault.lock:
         if op.only_new and resolved.abs.is_file():
             raise NoteExistsError(resolved.rel, op.exists_hint)
@@ -120,10 +131,48 @@ def apply(vault: Vault, op: WriteOp, actor: Actor | None = None) -> WriteResult:
             trash_from=current.data if current.exists else None,
             state_dir=vault.state_dir,
         )
-        vault.changed([resolved.rel])
-        if op.reason:
-            vault.commit(op.reason, [resolved.rel], actor)
+        result.warnings += reindex(vault, [resolved.rel])
+        message = op.reason or (f"{op.commit_as}: {resolved.rel}" if op.commit_as else None)
+        if message:
+            result.warnings += commit(vault, message, [resolved.rel], actor)
         return result
+
+
+def reindex(vault: Vault, paths: Sequence[str]) -> list[str]:
+    """Bring `paths` up to date in the vault's index; a warning if that failed."""
+    if vault.index is None:
+        return []
+    try:
+        vault.index.update_paths(paths)
+    except Exception as exc:  # noqa: BLE001 — the write is on disk: report, never fail it
+        log.warning("index_update_failed", vault=vault.name, error=type(exc).__name__)
+        return [
+            f"written, but the search index was not updated ({type(exc).__name__}): search "
+            "may miss this change until the index reconciles (`secondbrain reindex` forces it)"
+        ]
+    return []
+
+
+def commit(vault: Vault, message: str, paths: Sequence[str], actor: Actor | None) -> list[str]:
+    """Commit exactly `paths` to the vault's history, attributed; a warning if that failed."""
+    if vault.git is None:
+        return []
+    author = author_of(actor) if actor else None
+    try:
+        vault.git.commit(message, paths, author=author, grant_id=actor.grant_id if actor else None)
+    except Exception as exc:  # noqa: BLE001 — the write is on disk: report, never fail it
+        why = exc.message if isinstance(exc, VaultError) else type(exc).__name__
+        log.warning("commit_failed", vault=vault.name, error=getattr(exc, "code", why))
+        return [
+            f"written, but not recorded in history ({why}); the node records it when it "
+            "next starts (vault_recover), and until then note_history does not show it"
+        ]
+    return []
+
+
+def author_of(actor: Actor) -> Identity:
+    """The git author for a principal: its id as name, a non-routable address as e-mail."""
+    return Identity(actor.principal, f"{actor.principal}@secondbrain.invalid")
 
 
 def _read_current(resolved: Resolved) -> _Current:
@@ -214,7 +263,7 @@ def delete(
     actor: Actor | None = None,
 ) -> WriteResult:
     """Spec §11.2: check the hash, copy to the trash, then remove. Never without a copy."""
-    resolved = vault.resolve_note(path)
+    resolved = vault.resolve_for_write(path)
     with vault.lock:
         current = _read_current(resolved)
         if not current.exists:
@@ -234,10 +283,10 @@ def delete(
         if dry_run:
             return result
         storage.remove_to_trash(resolved, current.data, vault.state_dir)
-        vault.changed([resolved.rel])
+        result.warnings += reindex(vault, [resolved.rel])
         message = f"note_delete: {resolved.rel}" if reason == "" else reason
         if message:
-            vault.commit(message, [resolved.rel], actor)
+            result.warnings += commit(vault, message, [resolved.rel], actor)
         return result
 
 
@@ -246,9 +295,10 @@ def move(
 ) -> tuple[Resolved, Resolved]:
     """Rename a note. An overwritten target is copied to the trash first (DESIGN §3).
 
-    No commit here: note_move follows with link updates and one summary commit.
+    No index update and no commit here: note_move follows with link updates, then
+    `reindex` and one summary `commit` of everything it touched.
     """
-    src, dst = vault.resolve_note(source), vault.resolve_note(target)
+    src, dst = vault.resolve_for_write(source), vault.resolve_for_write(target)
     if src.rel == dst.rel:
         raise InvalidPathError(target, "source and target are the same note")
     with vault.lock:
@@ -263,7 +313,6 @@ def move(
             return src, dst
         displaced = read_limited(dst, ATTACHMENT_LIMIT)[0] if existing else None
         storage.rename(src, dst, trash_from=displaced, state_dir=vault.state_dir)
-        vault.changed([src.rel, dst.rel])
         return src, dst
 
 
@@ -274,9 +323,9 @@ def put_attachment(
     *,
     overwrite: bool = False,
     actor: Actor | None = None,
-) -> Resolved:
+) -> tuple[Resolved, list[str]]:
     """Write a binary attachment (allow-list, 32 MiB); an overwritten file goes to the trash."""
-    resolved = vault.resolve(path)
+    resolved = vault.resolve_for_write(path, note=False)
     if not resolved.rel.lower().endswith(ATTACHMENT_TYPES):
         raise AttachmentTypeError(resolved.rel, ATTACHMENT_TYPES)
     if len(data) > ATTACHMENT_LIMIT:
@@ -289,6 +338,6 @@ def put_attachment(
             raise NoteExistsError(resolved.rel, "pick another path or pass overwrite")
         previous = read_limited(resolved, ATTACHMENT_LIMIT)[0] if existing else None
         storage.write_atomic(resolved, data, trash_from=previous, state_dir=vault.state_dir)
-        vault.changed([resolved.rel])
-        vault.commit(f"attachment_put: {resolved.rel}", [resolved.rel], actor)
-        return resolved
+        warnings = reindex(vault, [resolved.rel])
+        warnings += commit(vault, f"attachment_put: {resolved.rel}", [resolved.rel], actor)
+        return resolved, warnings

@@ -36,6 +36,18 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> Vectors: ...
 
 
+HEADS = {"wordllama-l2_supercat-256": 128}
+"""Models whose leading dimensions are an embedding of their own (WordLlama is trained
+Matryoshka-style: its 128-dimension model is the first 128 of these 256), so a search may
+rank by them first (`vectors`). Held-out nDCG@10 of bench/eval with the 128 alone: 0.08
+lower on cross-language questions, so they only choose what the whole vectors rank."""
+
+
+def head(embedder: Embedder) -> int:
+    """How many leading dimensions of the embedder's vectors rank on their own (0: none)."""
+    return HEADS.get(embedder.name, 0)
+
+
 def normalised(vectors: npt.NDArray[Any]) -> Vectors:
     array = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(array, axis=1, keepdims=True)

@@ -119,6 +119,48 @@ class UnknownLayoutError(InvalidArgumentError):
         self.layout = layout
 
 
+class OutsideRulesError(VaultError):
+    """A change outside the caller's path rules. The same answer whether or not anything is
+    at the path, so it tells nothing about what the caller cannot see."""
+
+    code = "forbidden"
+
+    def __init__(self, path: str, rules: str) -> None:
+        super().__init__(
+            f"{path} is outside where you may write ({rules}); write inside those folders, "
+            "or ask the vault's owner for wider access"
+        )
+        self.path = path
+
+
+class LinksOutsideRulesError(VaultError):
+    """A move or merge whose link updates would reach notes outside the caller's rules."""
+
+    code = "forbidden"
+
+    def __init__(self, path: str, doing: str, rules: str) -> None:
+        super().__init__(
+            f"{doing} {path} would have to rewrite links to it in notes outside where you "
+            f"may write ({rules}); nothing was changed. Ask someone with access to the whole "
+            "vault to do it"
+        )
+        self.path = path
+
+
+class IncompleteError(VaultError):
+    """An operation over several notes stopped part-way; the message says what was done."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class TooManyNotesError(VaultError):
+    """An operation over many notes would change more of them than the caller allowed."""
+
+    code = "too_large"
+
+
 class NotFoundError(VaultError):
     code = "not_found"
 
@@ -128,6 +170,14 @@ class NoteNotFoundError(NotFoundError):
         super().__init__(
             f"note not found: {path}; call note_search or note_list to find the right path"
         )
+        self.path = path
+
+
+class PathNotFoundError(NotFoundError):
+    """Nothing at a path that may name an attachment (or is outside the caller's rules)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"no attachment at {path}; call attachment_list to see the attachments")
         self.path = path
 
 
@@ -278,6 +328,7 @@ ERROR_CODES = frozenset(
         "versioning_off",
         "timeout",
         "unreadable",
+        "forbidden",
         "internal",
     }
 )

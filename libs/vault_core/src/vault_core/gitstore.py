@@ -1,19 +1,15 @@
 """Per-vault git history (dulwich) whose cost per commit does not grow with the vault.
 
-A commit stages only the paths a write touched; pushing and packing run on background
-threads and never fail or delay a write. A path that cannot be committed (a name that is
-not UTF-8, a file that cannot be read, a path through a linked folder) is left out with a
-warning; the others are committed.
+A commit stages only the paths a write touched; pushing, packing and writing a large git
+index file run on background threads and never fail or delay a write. A path that cannot
+be committed (a name that is not UTF-8, a file that cannot be read, a path through a
+linked folder) is left out with a warning; the others are committed.
 """
 
 from __future__ import annotations
 
-import bisect
-import collections
 import contextlib
-import difflib
 import functools
-import hashlib
 import io
 import re
 import stat
@@ -25,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any
 
 import structlog
 from dulwich import errors as git_errors
@@ -33,20 +29,16 @@ from dulwich import index as git_index
 from dulwich import porcelain
 from dulwich.client import default_urllib3_manager
 from dulwich.diff_tree import RenameDetector
-from dulwich.file import FileLocked, GitFile
+from dulwich.file import FileLocked
 from dulwich.ignore import IgnoreFilterManager
-from dulwich.objects import (
-    S_ISGITLINK,
-    Commit,
-    ObjectID,
-    SubmoduleEncountered,
-    Tree,
-    hex_to_sha,
-)
+from dulwich.objects import S_ISGITLINK, Commit, ObjectID, SubmoduleEncountered
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
-from vault_core import errors, paths
+from vault_core import diff, errors, paths, scope
+from vault_core._gitindex import IndexFile, unmatched
+from vault_core._gitpack import PackWriter, merge, small_packs
+from vault_core._gittree import Change, Entry, Trees
 
 __all__ = ["GITIGNORE_LINES", "GitStore", "Identity", "Revision"]
 
@@ -55,23 +47,21 @@ log = structlog.get_logger(__name__)
 GITIGNORE_LINES = (".secondbrain/", ".obsidian/workspace*.json", ".DS_Store")
 MESSAGE_LIMIT = 140
 PACK_EVERY = 200  # commits between background packs; fewer loose objects are left alone
-PACK_LIMIT = 20  # more packs than this are consolidated into one
+PACK_LIMIT = 20  # more packs than this: the small ones are merged into one
+PACK_DIRECT = 500  # files in one commit from which its objects go straight into packs
 LOCK_AGE = 5.0  # seconds a git lock file may be held by a live git before it is stale
 CLOSE_WAIT = 10.0  # seconds close() waits for a running push or pack
 PREVIOUS_SEARCH = 100  # commits note_diff looks back for one that still had a deleted note
 PUSH_TIMEOUT = 60.0  # seconds an HTTP push may stall before it fails
+INDEX_INLINE = 2_000  # entries up to which a commit writes git's index file itself (< 1 ms)
+INDEX_QUIET = 1.0  # seconds without a commit before a larger index file is written
+INDEX_LAG = 5.0  # and at the latest this long after the first commit it lacks
 _HEAD = Ref(b"HEAD")
 _ZERO = ObjectID(b"0" * 40)
 _HEX = re.compile(r"[0-9a-f]{4,40}")
 _MISSING = (KeyError, git_errors.WrongObjectException, SubmoduleEncountered)
 _DULWICH = (git_errors.ChecksumMismatch, git_errors.FileFormatException, FileLocked)
 _GIT_ERRORS = (OSError, ValueError, zlib.error, struct.error, *_MISSING, *_DULWICH)
-
-_RECORDED = struct.Struct(">LL20xL")  # an index entry from byte 8: mtime (s, ns), …, size
-
-_Change: TypeAlias = tuple[bytes, int | None, ObjectID | None]
-_Entries: TypeAlias = dict[bytes, tuple[int, ObjectID]]
-_Entry: TypeAlias = tuple[int, ObjectID] | None
 
 
 @dataclass(frozen=True)
@@ -102,12 +92,18 @@ class GitStore:
         self._remote: str | None = None
         self._token: str | None = None
         self._lock = threading.RLock()
-        self._index = _IndexFile(repo.index_path())
-        self._trees = _Trees(repo.object_store)
+        # Held by a push from its start to its end: the packer deletes loose objects and
+        # merged packs only between pushes, since a push reads them without `_lock` (it
+        # opens the repository on its own, for up to PUSH_TIMEOUT) and an object deleted
+        # under it failed the push.
+        self._pushing = threading.Lock()
+        self._index = IndexFile(repo.index_path())
+        self._trees = Trees(repo.object_store)
         self._commits = 0
         self._closed = False
         self._pusher = _Worker(f"git-push-{vault}", self._push)
         self._packer = _Worker(f"git-pack-{vault}", self._pack)
+        self._syncer = _Quiet(f"git-index-{vault}", self._write_index, INDEX_QUIET, INDEX_LAG)
 
     @classmethod
     def open(
@@ -196,13 +192,17 @@ class GitStore:
 
     def contents(self, path: str, revision: str) -> bytes:
         """The bytes of `path` as committed in `revision`, under the name the note had then
-        if it was moved since (as note_history follows it)."""
+        if it was moved since (as note_history follows it) — unless the running call's path
+        rules hide that name: a note moved out of a folder the caller may not see has no
+        past before the move for it, and its text from then is "not found" like a missing
+        one."""
         key = _checked(path).encode()
         sha = ObjectID(self.resolve(revision).encode())
         with self._lock, _translated("contents"):
             tree = self._tree_of(sha)
             entry = self._lookup(tree, key)
-            if entry is None and (then := self._path_then(path, sha)) is not None:
+            then = self._path_then(path, sha) if entry is None else None
+            if then is not None and scope.visible(then.decode()):
                 entry = self._lookup(tree, then)
             data = None
             if entry is not None and not (stat.S_ISDIR(entry[0]) or S_ISGITLINK(entry[0])):
@@ -237,9 +237,23 @@ class GitStore:
             return "(no difference)"
         return _unified(path, old, new, old_label, new_label) or "(no difference)"
 
+    def sync(self) -> None:
+        """Write git's index file now if it lacks commits made since it was last written.
+
+        A commit writes a small index file itself; a large one (more than 2,000 entries,
+        whose writing hashes megabytes) is written once commits pause for a second, at the
+        latest 5 s into a burst, and on close: until then `git status` in the vault lists
+        the notes committed since as changed."""
+        self._syncer.cancel(CLOSE_WAIT)
+        with self._lock, _translated("writing the git index"):
+            self._index.flush()
+
     def close(self) -> None:
-        """Wait (at most 10 s) for a running push or pack, then release the repository."""
+        """Write git's index file, wait (at most 10 s) for a running push or pack, then
+        release the repository."""
         deadline = time.monotonic() + CLOSE_WAIT
+        with contextlib.suppress(errors.StorageError):  # logged; git rebuilds its index
+            self.sync()
         for worker in (self._pusher, self._packer):
             worker.join(deadline - time.monotonic())
         with self._lock:
@@ -279,7 +293,7 @@ class GitStore:
         with self._lock, _translated("recover"):
             self._open_repo()
             self._index.refresh()
-            changed = _unmatched(self._index, self._root, files)
+            changed = unmatched(self._index, self._root, files)
         return self.commit(message, changed) if changed else None
 
     def _open_repo(self) -> Repo:
@@ -295,23 +309,41 @@ class GitStore:
         if head is None and ".gitignore" not in wanted:
             wanted.append(".gitignore")
         ignores = functools.cache(lambda: IgnoreFilterManager.from_repo(repo))
-        changes = {c[0]: c for rel in wanted for c in self._stage(head_tree, rel, ignores)}
+        # A commit of many files (a vault's first import) writes packs, not a loose file each.
+        into = PackWriter(repo.object_store) if len(wanted) >= PACK_DIRECT else repo.object_store
+        staged = (c for rel in wanted for c in self._stage(head_tree, rel, ignores, into))
+        changes = {c[0]: c for c in staged}
         tree = head_tree
         if changes:
-            tree = self._trees.update(head_tree, [*changes.values()], top=True)
+            tree = self._trees.update(head_tree, [*changes.values()], top=True, into=into)
         if tree is None or tree == head_tree:
-            self._index.flush()
+            self._index_changed()
             return None
         commit = _new_commit(tree, head, body, who, by)
-        repo.object_store.add_object(commit)
+        into.add_object(commit)
+        if isinstance(into, PackWriter):
+            into.flush()
         reflog = b"commit: " + body.split(b"\n", 1)[0]
         if not repo.refs.set_if_equals(_HEAD, head or _ZERO, commit.id, message=reflog):
             raise errors.StorageError(".git", "HEAD moved during the commit; retry the write")
         self._commits += 1
         if self._commits % PACK_EVERY == 0:
             self._packer.request()
-        self._index.flush()
+        self._index_changed()
         return commit.id.decode()
+
+    def _index_changed(self) -> None:
+        if len(self._index) <= INDEX_INLINE:
+            self._index.flush()
+        elif self._index.dirty:
+            # Writing 100,000 entries hashes 10 MB: off the write path, once commits pause.
+            self._syncer.request()
+
+    def _write_index(self) -> None:
+        try:
+            self._index.flush()
+        except OSError as exc:
+            log.warning("git_index_write_failed", vault=self._vault, error=_describe(exc))
 
     def _nameable(self, rel: str) -> bool:
         if paths.valid_name(rel):
@@ -323,8 +355,12 @@ class GitStore:
         log.warning("git_path_skipped", vault=self._vault, path=paths.shown(rel), reason=reason)
 
     def _stage(
-        self, head_tree: ObjectID | None, rel: str, ignores: Callable[[], IgnoreFilterManager]
-    ) -> list[_Change]:
+        self,
+        head_tree: ObjectID | None,
+        rel: str,
+        ignores: Callable[[], IgnoreFilterManager],
+        into: Any,
+    ) -> list[Change]:
         key, full = rel.encode(), self._root / rel
         old = self._lookup(head_tree, key)
         if "/" in rel and self._behind_link(full, rel):
@@ -348,7 +384,7 @@ class GitStore:
         self._index.set(key, git_index.index_entry_from_stat(st, blob.id, mode))
         if old == (mode, blob.id):
             return []
-        self._repo.object_store.add_object(blob)
+        into.add_object(blob)
         return [*self._displaced(head_tree, key, old), (key, mode, blob.id)]
 
     def _behind_link(self, full: Path, rel: str) -> bool:
@@ -360,7 +396,7 @@ class GitStore:
             return True
         return folder != root.joinpath(*rel.split("/")[:-1])
 
-    def _displaced(self, head_tree: ObjectID | None, key: bytes, old: _Entry) -> list[_Change]:
+    def _displaced(self, head_tree: ObjectID | None, key: bytes, old: Entry) -> list[Change]:
         """A tracked file in the way of a new path's directory is removed, as git does."""
         if old is not None:
             return []
@@ -375,7 +411,7 @@ class GitStore:
                 return [(prefix, None, None)]
         return []
 
-    def _lookup(self, tree: ObjectID | None, key: bytes) -> _Entry:
+    def _lookup(self, tree: ObjectID | None, key: bytes) -> Entry:
         if tree is None:
             return None
         with contextlib.suppress(*_MISSING):
@@ -435,6 +471,16 @@ class GitStore:
         return head
 
     def _push(self) -> None:
+        with self._pushing:
+            self._push_now()
+
+    @contextlib.contextmanager
+    def _deleting(self) -> Iterator[None]:
+        """What deleting objects takes: no push running, and the repository lock."""
+        with self._pushing, self._lock:
+            yield
+
+    def _push_now(self) -> None:
         assert self._remote is not None
         try:
             pool = None
@@ -471,212 +517,27 @@ class GitStore:
                 # reader may be about to open, takes it, in batches so commits go on.
                 store.add_objects([(store[sha], None) for sha in loose])
                 for start in range(0, len(loose), 256):
-                    with self._lock:
+                    with self._deleting():
                         for sha in loose[start : start + 256]:
                             store.delete_loose_object(sha)
-                with self._lock:
-                    if len(store.packs) > PACK_LIMIT:
-                        store.repack()
+                self._merge_small(store)
             log.info("git_packed", vault=self._vault, objects=len(loose))
         except Exception as exc:  # noqa: BLE001 - see _push
             log.warning("git_pack_failed", vault=self._vault, error=_describe(exc))
 
-
-@dataclass(frozen=True)
-class _Listing:
-    """One tree: its entries, and their serialized form in git's order, ready to join."""
-
-    entries: dict[bytes, tuple[int, ObjectID]]
-    keys: list[bytes]  # sort keys: a folder sorts as if its name ended in "/"
-    chunks: list[bytes]  # b"<mode> <name>\0<20-byte sha>", in the order of `keys`
-
-    @classmethod
-    def of(cls, entries: dict[bytes, tuple[int, ObjectID]]) -> _Listing:
-        ordered = sorted(entries.items(), key=lambda item: _sort_key(item[0], item[1][0]))
-        return cls(
-            dict(entries),
-            [_sort_key(name, mode) for name, (mode, _sha) in ordered],
-            [_chunk(name, mode, sha) for name, (mode, sha) in ordered],
-        )
-
-    def changed(self, name: bytes, entry: tuple[int, ObjectID] | None) -> _Listing:
-        """A copy with `name` set to `entry` (None removes it)."""
-        entries, keys, chunks = dict(self.entries), list(self.keys), list(self.chunks)
-        old = entries.pop(name, None)
-        if old is not None:
-            at = bisect.bisect_left(keys, _sort_key(name, old[0]))
-            del keys[at], chunks[at]
-        if entry is not None:
-            entries[name] = entry
-            key = _sort_key(name, entry[0])
-            at = bisect.bisect_left(keys, key)
-            keys.insert(at, key)
-            chunks.insert(at, _chunk(name, *entry))
-        return _Listing(entries, keys, chunks)
-
-
-def _sort_key(name: bytes, mode: int) -> bytes:
-    return name + b"/" if stat.S_ISDIR(mode) else name
-
-
-def _chunk(name: bytes, mode: int, sha: ObjectID) -> bytes:
-    return b"%o %s\0%s" % (mode, name, hex_to_sha(sha))
-
-
-class _RawTree:
-    """A tree object known only by its bytes: what `add_object` needs, without a parse."""
-
-    type_name = b"tree"
-
-    def __init__(self, raw: bytes) -> None:
-        self._object = b"tree %d\0" % len(raw) + raw
-        self.id = ObjectID(hashlib.sha1(self._object, usedforsecurity=False).hexdigest().encode())
-
-    def get_id(self, *_format: object) -> ObjectID:
-        return self.id
-
-    def as_legacy_object(self, compression_level: int = -1) -> bytes:
-        return zlib.compress(self._object, compression_level)
-
-
-class _Trees:
-    """Trees kept in memory in serialized pieces; a changed tree is one join, one hash.
-
-    A commit rewrites the tree of every folder on the note's path. For a folder of
-    thousands of notes, reading that tree back (from a pack, through deltas) and
-    letting dulwich parse, edit and serialize it entry by entry cost more than the
-    rest of the commit put together.
-    """
-
-    def __init__(self, store: Any, size: int = 64) -> None:
-        self._store = store
-        self._listings: collections.OrderedDict[ObjectID, _Listing] = collections.OrderedDict()
-        self._size = size
-
-    def listing(self, sha: ObjectID) -> _Listing:
-        found = self._listings.get(sha)
-        if found is None:
-            tree = self._store[sha]
-            if not isinstance(tree, Tree):
-                raise git_errors.NotTreeError(sha)
-            found = _Listing.of({name: (mode, hexsha) for name, mode, hexsha in tree.iteritems()})
-            self._keep(sha, found)
-        else:
-            self._listings.move_to_end(sha)
-        return found
-
-    def lookup(self, tree: ObjectID, key: bytes) -> tuple[int, ObjectID] | None:
-        """Mode and sha of `key` (a/b/c) under `tree`, or None."""
-        *folders, name = key.split(b"/")
-        for folder in folders:
-            entry = self.listing(tree).entries.get(folder)
-            if entry is None or not stat.S_ISDIR(entry[0]):
-                return None
-            tree = entry[1]
-        return self.listing(tree).entries.get(name)
-
-    def update(
-        self, tree: ObjectID | None, changes: Sequence[_Change], *, top: bool = False
-    ) -> ObjectID | None:
-        """The sha of `tree` with `changes` applied; an emptied folder gives None."""
-        listing = self.listing(tree) if tree is not None else _Listing({}, [], [])
-        nested: dict[bytes, list[_Change]] = collections.defaultdict(list)
-        for path, mode, sha in changes:
-            folder, sep, rest = path.partition(b"/")
-            if sep:
-                nested[folder].append((rest, mode, sha))
-            else:
-                entry = None if sha is None else (mode or stat.S_IFREG | 0o644, sha)
-                listing = listing.changed(folder, entry)
-        for folder, inner in nested.items():
-            old = listing.entries.get(folder)
-            sub = self.update(old[1] if old and stat.S_ISDIR(old[0]) else None, inner)
-            listing = listing.changed(folder, None if sub is None else (stat.S_IFDIR, sub))
-        return self._write(listing) if listing.entries or top else None
-
-    def _write(self, listing: _Listing) -> ObjectID:
-        tree = _RawTree(b"".join(listing.chunks))
-        self._store.add_object(tree)  # duck-typed: add_object asks only for the id and the bytes
-        self._keep(tree.id, listing)
-        return tree.id
-
-    def _keep(self, sha: ObjectID, listing: _Listing) -> None:
-        self._listings[sha] = listing
-        self._listings.move_to_end(sha)
-        while len(self._listings) > self._size:
-            self._listings.popitem(last=False)
-
-
-class _IndexFile:
-    """git's index, held in memory as encoded entries in git's order: writing it for git's
-    own tools is one join, not an encoding of every entry."""
-
-    def __init__(self, path: str) -> None:
-        self._path = Path(path)
-        self._load()
-
-    def _load(self) -> None:
-        entries = dict(git_index.Index(self._path).items())
-        # Conflict stages come only from a merge made with git; then git owns the index.
-        self._ours = all(isinstance(e, git_index.IndexEntry) for e in entries.values())
-        self._names = sorted(entries) if self._ours else []
-        self._chunks = [_encode_entry(n, entries[n]) for n in self._names]
-        extended = any(getattr(entry, "extended_flags", 0) for entry in entries.values())
-        self._header = b"DIRC" + struct.pack(">L", 3 if extended else 2)
-        self._stamp, self._dirty = _stamp(self._path), False
-
-    def refresh(self) -> None:
-        """Reload when another program (git itself) rewrote the index."""
-        if _stamp(self._path) != self._stamp:
-            self._load()
-
-    def set(self, name: bytes, entry: git_index.IndexEntry) -> None:
-        self.remove_tree(name)
-        at = bisect.bisect_left(self._names, name)
-        self._names.insert(at, name)
-        self._chunks.insert(at, _encode_entry(name, entry))
-        self._dirty = True
-
-    def remove_tree(self, name: bytes) -> None:
-        """Remove `name` and, if it was a directory, everything below it."""
-        low = bisect.bisect_left(self._names, name + b"/")
-        high = bisect.bisect_left(self._names, name + b"0")  # b"0" sorts right after b"/"
-        del self._names[low:high], self._chunks[low:high]
-        self._dirty = self._dirty or high > low
-        self.remove(name)
-
-    def remove(self, name: bytes) -> None:
-        at = bisect.bisect_left(self._names, name)
-        if at < len(self._names) and self._names[at] == name:
-            del self._names[at], self._chunks[at]
-            self._dirty = True
-
-    def recorded(self) -> Iterator[tuple[bytes, int, int]]:
-        """Name, size and mtime (ns) of every entry, read from its encoded form."""
-        for name, chunk in zip(self._names, self._chunks, strict=True):
-            seconds, nanoseconds, size = _RECORDED.unpack_from(chunk, 8)
-            yield name, size, seconds * 1_000_000_000 + nanoseconds
-
-    def written(self) -> int:
-        """When the index file was last written (mtime, ns); 0 when there is none."""
-        return self._stamp[0] if self._stamp is not None else 0
-
-    def flush(self) -> None:
-        if not (self._dirty and self._ours):
+    def _merge_small(self, store: Any) -> None:
+        """Past `PACK_LIMIT` packs, merge the small ones: written without the lock, which
+        is held only to delete them, so the work and the wait stay bounded (large packs,
+        such as an import's, are never rewritten)."""
+        if len(store.packs) <= PACK_LIMIT:
             return
-        header = self._header + struct.pack(">L", len(self._names))
-        body = b"".join(self._chunks)
-        digest = hashlib.sha1(header, usedforsecurity=False)
-        digest.update(body)
-        try:
-            # Not fsynced, like git's own index: it is a cache git can rebuild.
-            with GitFile(self._path, "wb", fsync=False) as out:
-                for part in (header, body, digest.digest()):  # no 5 MB copy for 50,000 notes
-                    out.write(part)
-        except FileLocked:
-            log.warning("git_index_locked")  # git is busy; the next commit writes it again
+        bases = small_packs(Path(store.pack_dir))
+        if len(bases) < 2:
             return
-        self._stamp, self._dirty = _stamp(self._path), False
+        merged = merge(store, bases, self._deleting())
+        with self._lock:
+            self._repo.object_store.packs  # noqa: B018 — forgets the deleted packs, opens the new
+        log.info("git_packs_merged", vault=self._vault, packs=len(bases), objects=merged)
 
 
 class _Worker:
@@ -707,6 +568,49 @@ class _Worker:
                     self._thread = None
                     return
                 self._wanted = False
+            self._job()
+
+
+class _Quiet:
+    """Runs `job` on a daemon thread once requests pause for `quiet` seconds, and at the
+    latest `lag` seconds after the first request it has not yet served."""
+
+    def __init__(self, name: str, job: Callable[[], None], quiet: float, lag: float) -> None:
+        self._name, self._job, self._quiet, self._lag = name, job, quiet, lag
+        self._cond = threading.Condition()
+        self._first: float | None = None
+        self._last = 0.0
+        self._thread: threading.Thread | None = None
+
+    def request(self) -> None:
+        with self._cond:
+            self._last = time.monotonic()
+            if self._first is None:
+                self._first = self._last
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                self._thread.start()
+
+    def cancel(self, timeout: float) -> None:
+        """Drop what is requested and wait for a running job (the caller does it instead)."""
+        with self._cond:
+            self._first = None
+            self._cond.notify()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if self._first is None:
+                    self._thread = None
+                    return
+                wait = min(self._last + self._quiet, self._first + self._lag) - time.monotonic()
+                if wait > 0:
+                    self._cond.wait(wait)
+                    continue
+                self._first = None
             self._job()
 
 
@@ -816,30 +720,8 @@ def _flat(changes: Any) -> list[Any]:
 
 
 def _unified(path: str, old: bytes, new: bytes, old_label: str, new_label: str) -> str:
-    def lines(data: bytes) -> list[str]:
-        parts = data.decode("utf-8", "replace").split("\n")  # not splitlines: only \n ends one
-        return [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
-
-    diff = difflib.unified_diff(
-        lines(old), lines(new), f"a/{path}@{old_label}", f"b/{path}@{new_label}"
-    )
-    end = "\n\\ No newline at end of file\n"
-    return "".join(line if line.endswith("\n") else line + end for line in diff)
-
-
-def _encode_entry(name: bytes, entry: object) -> bytes:
-    assert isinstance(entry, git_index.IndexEntry)
-    buffer = io.BytesIO()
-    git_index.write_cache_entry(buffer, entry.serialize(name, git_index.Stage.NORMAL), version=3)
-    return buffer.getvalue()
-
-
-def _stamp(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    return st.st_mtime_ns, st.st_size, st.st_ino
+    before, after = (data.decode("utf-8", "replace") for data in (old, new))
+    return diff.between(before, after, f"a/{path}@{old_label}", f"b/{path}@{new_label}")
 
 
 def _loose_ids(objects: Path) -> Iterator[ObjectID]:
@@ -848,25 +730,6 @@ def _loose_ids(objects: Path) -> Iterator[ObjectID]:
             for file in folder.iterdir():
                 if re.fullmatch(r"[0-9a-f]{38}", file.name):
                     yield ObjectID((folder.name + file.name).encode())
-
-
-def _unmatched(index: _IndexFile, root: Path, files: Iterable[tuple[str, int, int]]) -> list[str]:
-    """The paths whose stat data disagree with the git index, and the tracked visible ones
-    that are gone: what may differ from HEAD, found without reading a clean file."""
-    known = {name: (size, mtime_ns) for name, size, mtime_ns in index.recorded()}
-    written = index.written()
-    changed = []
-    for rel, size, mtime_ns in files:
-        entry = known.pop(rel.encode("utf-8", "surrogateescape"), None)
-        # An entry as new as the index cannot tell a change in the same instant from none:
-        # git calls it racily clean and reads the file; so do we.
-        if entry is None or entry != (size & 0xFFFFFFFF, mtime_ns) or mtime_ns >= written:
-            changed.append(rel)
-    for name in known:  # tracked but not walked: gone, or a file the walk leaves alone
-        rel = name.decode("utf-8", "surrogateescape")
-        if not any(part.startswith(".") for part in rel.split("/")) and _gone(root / rel):
-            changed.append(rel)
-    return changed
 
 
 def _stale(lock: Path, age: float) -> bool:
@@ -878,13 +741,3 @@ def _stale(lock: Path, age: float) -> bool:
         time.sleep(wait)
         return lock.exists()  # a live git removes its lock when it is done
     return True
-
-
-def _gone(path: Path) -> bool:
-    try:
-        path.lstat()
-    except (FileNotFoundError, NotADirectoryError):
-        return True
-    except OSError:
-        return False
-    return False

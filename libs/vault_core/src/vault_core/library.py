@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import structlog
 
-from vault_core import edit, layouts, paths
+from vault_core import deadline, edit, layouts, paths
 from vault_core.edit import WriteOp, WriteResult
 from vault_core.embedding import Embedder
 from vault_core.errors import NotFoundError, VaultError, VersioningOffError
@@ -29,6 +28,9 @@ from vault_core.watch import Watcher
 log = structlog.get_logger("vault_core")
 
 DEFAULT_COMMITTER = Identity("secondbrain", "secondbrain@localhost")
+OPEN_WAIT = 0.25
+"""Seconds a call waits for a vault being opened before it is told to retry: a vault of a
+few hundred notes is ready within it."""
 RECOVERED = (
     "vault_recover: changes on disk that history lacked "
     "(a crash before their commit, or an edit while no node watched)"
@@ -48,42 +50,6 @@ class Settings:
     """Makes the vectors search ranks by meaning with, in the background (None: keywords only)."""
 
 
-class IndexHook:
-    """After a write, bring the written paths up to date in the index."""
-
-    def __init__(self, index: Index) -> None:
-        self.index = index
-
-    def changed(self, vault: Vault, paths_: Sequence[str]) -> None:
-        self.index.update_paths(paths_)
-
-    def commit(
-        self, vault: Vault, message: str, paths_: Sequence[str], actor: Actor | None
-    ) -> None:
-        return None
-
-
-class GitHook:
-    """After a write with a reason, commit exactly the touched paths, attributed."""
-
-    def __init__(self, git: GitStore) -> None:
-        self.git = git
-
-    def changed(self, vault: Vault, paths_: Sequence[str]) -> None:
-        return None
-
-    def commit(
-        self, vault: Vault, message: str, paths_: Sequence[str], actor: Actor | None
-    ) -> None:
-        author = author_of(actor) if actor else None
-        self.git.commit(message, paths_, author=author, grant_id=actor.grant_id if actor else None)
-
-
-def author_of(actor: Actor) -> Identity:
-    """The git author for a principal: its id as name, a non-routable address as e-mail."""
-    return Identity(actor.principal, f"{actor.principal}@secondbrain.invalid")
-
-
 class OpenVault:
     """A vault with everything that follows its writes."""
 
@@ -91,6 +57,7 @@ class OpenVault:
         self.vault = vault
         self.index = index
         self.git = git
+        vault.index, vault.git = index, git  # what `edit` updates after each write
         self.git_error = git_error
         self.watcher: Watcher | None = None
         self.vectors: VectorStore | None = None
@@ -98,17 +65,20 @@ class OpenVault:
 
     @classmethod
     def open(
-        cls, root: Path, name: str, settings: Settings, *, first_commit: str | None = None,
+        cls,
+        root: Path,
+        name: str,
+        settings: Settings,
+        *,
+        first_commit: str | None = None,
         actor: Actor | None = None,
-    ) -> OpenVault:  # fmt: skip
+    ) -> OpenVault:
         """Open index, git and watcher; a new repository first commits what is already there."""
         vault = Vault(root, name)
         index = Index.open(root, name)
         git, error = _open_git(root, name, settings)
         opened = cls(vault, index, git, error)
-        vault.hooks.append(IndexHook(index))
         if git is not None:
-            vault.hooks.append(GitHook(git))
             if git.empty:
                 _import(vault, first_commit, actor)
             else:
@@ -118,7 +88,9 @@ class OpenVault:
             opened.vectors = VectorStore(index, settings.embedder).start()
             index.on_change = opened.vectors.poke
         if settings.watch:
-            opened.watcher = Watcher(root, name, index.update_paths, index.reconcile).start()
+            opened.watcher = Watcher(
+                root, name, index.update_paths, index.reconcile, index.current
+            ).start()
         return opened
 
     @property
@@ -143,8 +115,13 @@ class OpenVault:
         resolved = self.vault.resolve_note(path)
         full = git.resolve(revision)
         old = decode(git.contents(resolved.rel, full), resolved.rel).text
-        op = WriteOp(resolved.rel, lambda _cur, _exists: old, dry_run=dry_run, skip_touch=True,
-                     reason=f"note_restore: {resolved.rel} to {full[:12]}")  # fmt: skip
+        op = WriteOp(
+            resolved.rel,
+            lambda _cur, _exists: old,
+            dry_run=dry_run,
+            skip_touch=True,
+            reason=f"note_restore: {resolved.rel} to {full[:12]}",
+        )
         result = edit.apply(self.vault, op, actor)
         result.extra["restored_from"] = full[:12]
         return result
@@ -177,8 +154,12 @@ def _import(vault: Vault, message: str | None, actor: Actor | None) -> None:
     # nothing of the notes that were there before the node.
     files = [entry.rel for entry in vault.walk()]
     if files:
-        vault.commit(message or f"vault_import: {len(files)} files already in the folder", files,
-                     actor)  # fmt: skip
+        edit.commit(
+            vault,
+            message or f"vault_import: {len(files)} files already in the folder",
+            files,
+            actor,
+        )
 
 
 def _recover(vault: Vault, git: GitStore) -> None:
@@ -200,28 +181,72 @@ def _open_git(root: Path, name: str, settings: Settings) -> tuple[GitStore | Non
         return None, "git is disabled in the configuration"
     try:
         store = GitStore.open(
-            root, name, committer=settings.committer, remote=settings.git_remote,
+            root,
+            name,
+            committer=settings.committer,
+            remote=settings.git_remote,
             token=settings.git_token,
-        )  # fmt: skip
+        )
     except VaultError as exc:
         log.warning("git_unavailable", vault=name, error=exc.code)
         return None, exc.message
     return store, ""
 
 
-class Library:
-    """Every vault of a data directory. Thread-safe."""
+class VaultOpeningError(VaultError):
+    """A vault is still being opened (its first index, its history import) past the wait."""
 
-    def __init__(self, data_dir: Path, settings: Settings | None = None,
-                 default_vault: str = "default") -> None:  # fmt: skip
+    code = "timeout"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"vault {name} is still being opened: its first index and history import run "
+            "once, for minutes in a vault of 100,000 notes; the other vaults answer "
+            "meanwhile; retry this call in a minute"
+        )
+        self.name = name
+
+
+class _Opening:
+    """A vault being opened on its own thread, and how that ended."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+        self.thread: threading.Thread | None = None
+
+
+def _unknown(name: str) -> NotFoundError:
+    return NotFoundError(f"unknown vault: {name}; call vault_list for the vaults you can use")
+
+
+class Library:
+    """Every vault of a data directory. Thread-safe.
+
+    A vault is opened on a thread of its own, never under the library's lock: a large
+    vault's first open (minutes at 100,000 notes) holds up no call to another vault, and
+    a call to it waits at most `OPEN_WAIT` seconds (less under a deadline) before it is
+    answered with `VaultOpeningError`.
+    """
+
+    def __init__(
+        self, data_dir: Path, settings: Settings | None = None, default_vault: str = "default"
+    ) -> None:
         self.data_dir = data_dir
         self.settings = settings or Settings()
         self.default_vault = paths.check_vault_name(default_vault)
         self._vaults: dict[str, OpenVault] = {}
+        self._opening: dict[str, _Opening] = {}
+        self._started: list[tuple[str, _Opening]] = []  # what open_all began, for settle
         self._lock = threading.Lock()
 
-    def open_all(self) -> Library:
-        """Open every vault folder; create the default vault when there is none."""
+    def open_all(self, *, background: bool = False) -> Library:
+        """Open every vault folder; create the default vault when there is none.
+
+        `background`: return at once; each vault opens on a thread of its own (a small one
+        is ready in moments beside a large one's first index), all are listed by `names`
+        meanwhile, and `get` waits for one as it waits for a new folder.
+        """
         self.data_dir.mkdir(parents=True, exist_ok=True)
         names = sorted(
             p.name
@@ -231,29 +256,104 @@ class Library:
         if not names:
             self.create(self.default_vault, "wiki-raw")
             return self
-        for name in names:
-            with self._lock:
-                self._vaults[name] = OpenVault.open(self.data_dir / name, name, self.settings)
+        with self._lock:
+            pending = [(name, self._opening.setdefault(name, _Opening())) for name in names]
+            self._started = pending
+        if not background:
+            for name, opening in pending:
+                self._open(name, opening)
+            for _name, opening in pending:
+                if opening.error is not None:
+                    raise opening.error
+            return self
+        for name, opening in pending:
+            opening.thread = threading.Thread(
+                target=self._open, args=(name, opening), name=f"open-{name}", daemon=True
+            )
+            opening.thread.start()
         return self
 
-    def names(self) -> list[str]:
+    def settle(self, seconds: float) -> list[str]:
+        """Wait up to `seconds` for the vaults being opened; the names still opening then.
+
+        A vault `open_all` began that failed raises its error here, as `open_all` does in
+        the foreground: a node starting on a broken vault says so instead of serving it."""
+        until = time.monotonic() + seconds
         with self._lock:
-            return sorted(self._vaults)
+            pending = [*self._started, *self._opening.items()]
+        for _name, opening in pending:
+            opening.done.wait(max(0.0, until - time.monotonic()))
+        for _name, opening in pending:
+            if opening.error is not None:
+                raise opening.error
+        return sorted({name for name, opening in pending if not opening.done.is_set()})
+
+    def ready(self, name: str) -> OpenVault | None:
+        """The open vault of that name, or None (unknown, or still being opened): for
+        listings that must not wait for a vault, nor start opening one."""
+        with self._lock:
+            return self._vaults.get(name)
+
+    def opening(self) -> list[str]:
+        """The vaults being opened now."""
+        with self._lock:
+            return sorted(self._opening)
+
+    def names(self) -> list[str]:
+        """The open vaults and those being opened."""
+        with self._lock:
+            return sorted({*self._vaults, *self._opening})
 
     def get(self, name: str) -> OpenVault:
-        """An open vault; a folder that appeared since start is opened on first use."""
+        """An open vault; a folder that appeared since start is opened on first use.
+
+        A vault being opened is waited for at most `OPEN_WAIT` seconds (and never past the
+        running call's deadline), then `VaultOpeningError`; a failed open raises its error
+        to the callers waiting for it, and the next call tries again."""
         with self._lock:
             opened = self._vaults.get(name)
-            if opened is None and paths.VAULT_NAME.fullmatch(name):
+            if opened is not None:
+                return opened
+            opening = self._opening.get(name)
+            if opening is None:
                 root = self.data_dir / name
-                if root.is_dir() and not root.is_symlink():
-                    opened = OpenVault.open(root, name, self.settings)
-                    self._vaults[name] = opened
-        if opened is None:
-            raise NotFoundError(
-                f"unknown vault: {name}; call vault_list for the vaults you can use"
-            )
+                if not (
+                    paths.VAULT_NAME.fullmatch(name) and root.is_dir() and not root.is_symlink()
+                ):
+                    raise _unknown(name)
+                opening = self._opening[name] = _Opening()
+                opening.thread = threading.Thread(
+                    target=self._open, args=(name, opening), name=f"open-{name}", daemon=True
+                )
+                opening.thread.start()
+        wait, limit = OPEN_WAIT, deadline.current()
+        if limit is not None:
+            wait = min(wait, max(0.0, limit.at - time.monotonic()))
+        if not opening.done.wait(wait):
+            raise VaultOpeningError(name)
+        if opening.error is not None:
+            raise opening.error
+        with self._lock:
+            opened = self._vaults.get(name)
+        if opened is None:  # closed meanwhile
+            raise _unknown(name)
         return opened
+
+    def _open(self, name: str, opening: _Opening) -> None:
+        started = time.monotonic()
+        try:
+            opened = OpenVault.open(self.data_dir / name, name, self.settings)
+        except Exception as exc:  # noqa: BLE001 — handed to the callers waiting for it
+            opening.error = exc
+            log.warning("vault_open_failed", vault=name, error=type(exc).__name__)
+        else:
+            with self._lock:
+                self._vaults[name] = opened
+            log.info("vault_opened", vault=name, ms=round((time.monotonic() - started) * 1000))
+        finally:
+            with self._lock:
+                self._opening.pop(name, None)
+            opening.done.set()
 
     def create(self, name: str, layout: str = "wiki-raw", actor: Actor | None = None) -> OpenVault:
         """Create a vault with its layout, open it, index it and commit `vault_create: <name>`."""
@@ -266,6 +366,14 @@ class Library:
         return opened
 
     def close(self) -> None:
+        """Close every vault, after the opens still running have ended."""
+        while True:
+            with self._lock:
+                threads = {o.thread for o in self._opening.values() if o.thread is not None}
+            if not threads:
+                break
+            for thread in threads:
+                thread.join()
         with self._lock:
             vaults, self._vaults = list(self._vaults.values()), {}
         for opened in vaults:

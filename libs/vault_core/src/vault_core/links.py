@@ -36,29 +36,54 @@ def normalize_target(src: str, target: str) -> str | None:
     return target.lstrip("/")
 
 
+def from_anywhere(target: str) -> bool:
+    """A wiki link to `target` resolves the same from every note: it is neither into its
+    own note (empty) nor relative to the linking note's folder."""
+    found = target.strip().replace("\\", "/")
+    return bool(found) and not found.startswith(("./", "../"))
+
+
 def resolve(src: str, target: str, names: Names, *, wiki: bool = True) -> str:
     """The vault path a link from `src` to `target` points to, '' when broken."""
+    decided, lowered = _by_path(src, target, names, wiki=wiki)
+    return decided if decided is not None else _by_content(lowered, names)
+
+
+def resolve_by_path(src: str, target: str, names: Names, *, wiki: bool = True) -> str | None:
+    """What `resolve` gives when the vault's paths alone decide it, None when a title or an
+    alias may: `names` need only know the paths then (a cold index's workers resolve most
+    links from the walk this way, before any note's title is in the index)."""
+    return _by_path(src, target, names, wiki=wiki)[0]
+
+
+def _by_path(src: str, target: str, names: Names, *, wiki: bool) -> tuple[str | None, str]:
+    """The steps up to the unique stem: their answer, or None and the lowercase candidate
+    the steps by title, alias and file name take."""
     if not target.strip():
-        return src  # [[#Heading]] and [[#^block]] point into their own note
+        return src, ""  # [[#Heading]] and [[#^block]] point into their own note
     candidate = normalize_target(src, target)
     if not candidate:
-        return ""
+        return "", ""
     if not wiki and not target.startswith(("./", "../", "/")):
         beside = posixpath.normpath(posixpath.join(posixpath.dirname(src), candidate))
         if not beside.startswith("../") and names.exists(beside):
-            return beside  # a Markdown link is relative to its note's folder first
+            return beside, ""  # a Markdown link is relative to its note's folder first
     if names.exists(candidate):
-        return candidate
+        return candidate, ""
     if names.exists(candidate + ".md"):
-        return candidate + ".md"
-    return _by_name(candidate, names)
-
-
-def _by_name(candidate: str, names: Names) -> str:
+        return candidate + ".md", ""
     lowered = candidate.lower()
     bare = lowered[:-3] if lowered.endswith(".md") else lowered
-    for kind, name in ((PATH, bare), (STEM, bare), (TITLE, lowered), (ALIAS, lowered)):
-        found = names.unique(kind, name)
+    for kind in (PATH, STEM):
+        found = names.unique(kind, bare)
+        if found:
+            return found, ""
+    return None, lowered
+
+
+def _by_content(lowered: str, names: Names) -> str:
+    for kind in (TITLE, ALIAS):
+        found = names.unique(kind, lowered)
         if found:
             return found
     return names.unique(FILE, lowered) or ""

@@ -7,7 +7,6 @@ inline code spans hide everything in them — the Obsidian Help vault is full of
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,13 +20,19 @@ _QUOTE_PREFIX = re.compile(r"^[ \t]*((?:>[ \t]?)*)[ \t]*")
 _QUOTE_MARK = re.compile(r"[ \t]*>[ \t]?")
 _FENCE_OPEN = re.compile(r"^(`{3,}|~{3,})(.*)$")
 _WIKI = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
+# The same links found by their literal `[[` (a pattern that begins with an optional `!` is
+# tried at every character of the note), the `!` looked for before it: a match never ends
+# in `!`, so the character before one is never part of the previous.
+_WIKI_INNER = re.compile(r"\[\[([^\[\]\n]+?)\]\]")
 _MD_LINK = re.compile(
     r"(!?)\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(\s*(<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)"
     r"(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^()]*\)))?\s*\)"
 )
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
-TAG = re.compile(r"(?<![\w`#/])#([^\W\d_][\w/-]{0,63})(?![\w/-])")
+# The `#` comes first, and what may not precede it is looked at behind it: a pattern that
+# begins with a literal is searched for it, not tried at every character of the note.
+TAG = re.compile(r"#(?<![\w`#/]#)([^\W\d_][\w/-]{0,63})(?![\w/-])")
 
 
 @dataclass(frozen=True)
@@ -72,15 +77,22 @@ class Line:
 
 def lines(body: str) -> Iterator[Line]:
     """Every body line with a flag saying whether it is fenced code."""
+    texts = [raw[:-1] if raw.endswith("\r") else raw for raw in body.split("\n")]
+    code = _fenced(texts)
+    for number, text in enumerate(texts):
+        yield Line(number, text, code=number in code)
+
+
+def _fenced(texts: list[str]) -> set[int]:
+    """The numbers of the lines (without their `\r`) that are fenced code, fences included."""
+    code: set[int] = set()
     fence: tuple[str, int, int] | None = None  # (char, length, quote depth)
-    for number, raw in enumerate(body.split("\n")):
-        text = raw[:-1] if raw.endswith("\r") else raw
+    for number, text in enumerate(texts):
         head = text.lstrip(" \t")[:1]
         if fence is None and head not in ("`", "~", ">"):
-            yield Line(number, text, code=False)  # the common case, without a regex
-            continue
+            continue  # the common case, without a regex
         if fence is not None and fence[2] == 0 and head != fence[0]:
-            yield Line(number, text, code=True)
+            code.add(number)
             continue
         prefix = _QUOTE_PREFIX.match(text)
         depth = prefix.group(1).count(">") if prefix else 0
@@ -95,14 +107,13 @@ def lines(body: str) -> Iterator[Line]:
                 inner = _unquote(text, fence_depth)
                 if re.fullmatch(rf"[ \t]*{re.escape(char)}{{{length},}}[ \t]*", inner):
                     fence = None
-                yield Line(number, text, code=True)
+                code.add(number)
                 continue
         opened = _FENCE_OPEN.match(rest)
         if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
             fence = (opened.group(1)[0], len(opened.group(1)), depth)
-            yield Line(number, text, code=True)
-            continue
-        yield Line(number, text, code=False)
+            code.add(number)
+    return code
 
 
 def _unquote(text: str, depth: int) -> str:
@@ -122,19 +133,28 @@ def parse(body: str, line_offset: int = 0) -> Structure:
     """
     plain = _without_fences(body)
     visible = _without_code_spans(plain) if "`" in plain else plain
-    starts = [0, *(m.end() for m in re.finditer("\n", plain))]
-
-    def line_of(offset: int) -> int:
-        return bisect.bisect_right(starts, offset) + line_offset
+    line_of = _LineCounter(plain, line_offset)
 
     found = Structure([], [], [], [])
-    for m in _HEADING_M.finditer(plain):
-        found.headings.append(Heading(len(m.group(1)), m.group(2), line_of(m.start())))
-    for m in _TASK_M.finditer(plain):
-        found.tasks.append(Task(line_of(m.start()), m.group(3), m.group(2) != " ", m.group(1)))
-    for m in _WIKI.finditer(visible):
-        found.links.append(wiki_link(m.group(2), embed=m.group(1) == "!", line=line_of(m.start())))
-    unwikied = _WIKI.sub(_blank, visible) if "[[" in visible else visible
+    for start in _lines_starting(plain, "#"):
+        if m := _HEADING_M.match(plain, start):
+            found.headings.append(Heading(len(m.group(1)), m.group(2), line_of(start)))
+    if "[ ]" in plain or "[x]" in plain or "[X]" in plain:
+        for m in _TASK_M.finditer(plain):
+            found.tasks.append(Task(line_of(m.start()), m.group(3), m.group(2) != " ", m.group(1)))
+    unwikied = visible
+    if "[[" in visible:
+        pieces: list[str] = []  # the text with every wiki link blanked, as the tags see it
+        end = 0
+        for m in _WIKI_INNER.finditer(visible):
+            start = m.start()
+            embed = start > 0 and visible[start - 1] == "!"
+            start -= embed
+            found.links.append(wiki_link(m.group(1), embed=embed, line=line_of(start)))
+            pieces += (visible[end:start], " " * (m.end() - start))
+            end = m.end()
+        pieces.append(visible[end:])
+        unwikied = "".join(pieces)
     if "](" in unwikied:
         for m in _MD_LINK.finditer(unwikied):
             link = markdown_link(m.group(3), embed=m.group(1) == "!", line=line_of(m.start()))
@@ -146,15 +166,42 @@ def parse(body: str, line_offset: int = 0) -> Structure:
     return found
 
 
+def _lines_starting(text: str, char: str) -> Iterator[int]:
+    """The offsets of the lines that begin with `char`, found by a search for it after a
+    line break (a regex anchored at every line's start is tried at every character)."""
+    if text.startswith(char):
+        yield 0
+    marker = "\n" + char
+    at = text.find(marker)
+    while at >= 0:
+        yield at + 1
+        at = text.find(marker, at + 1)
+
+
+class _LineCounter:
+    """The file line of an offset into `text`; offsets asked in increasing order (one
+    regex pass) cost one scan of the text between them, a new pass starts over."""
+
+    def __init__(self, text: str, line_offset: int) -> None:
+        self._text, self._base = text, line_offset + 1
+        self._offset, self._line = 0, 0
+
+    def __call__(self, offset: int) -> int:
+        if offset < self._offset:
+            self._offset, self._line = 0, 0
+        self._line += self._text.count("\n", self._offset, offset)
+        self._offset = offset
+        return self._line + self._base
+
+
 def _without_fences(body: str) -> str:
     """The body with every fenced line emptied and `\r` dropped, line count unchanged."""
     text = body.replace("\r\n", "\n") if "\r" in body else body
     if "```" not in text and "~~~" not in text:
         return text
     kept = text.split("\n")
-    for line in lines(text):
-        if line.code:
-            kept[line.number] = ""
+    for number in _fenced(kept):
+        kept[number] = ""
     return "\n".join(kept)
 
 
@@ -184,18 +231,6 @@ def strip_code_spans(text: str) -> str:
     return "".join(out)
 
 
-def _links(text: str, file_line: int) -> Iterator[Link]:
-    if "[[" in text:
-        for m in _WIKI.finditer(text):
-            yield wiki_link(m.group(2), embed=m.group(1) == "!", line=file_line)
-        text = _WIKI.sub(_blank, text)
-    if "](" in text:
-        for m in _MD_LINK.finditer(text):
-            link = markdown_link(m.group(3), embed=m.group(1) == "!", line=file_line)
-            if link is not None:
-                yield link
-
-
 def wiki_link(inner: str, *, embed: bool, line: int) -> Link:
     """`target#anchor|alias` → Link; `\\|` (escaped inside tables) counts as `|`."""
     inner = inner.replace("\\|", "|")
@@ -213,15 +248,22 @@ def markdown_link(raw: str, *, embed: bool, line: int) -> Link | None:
     return Link(unquote(target).strip(), unquote(anchor), "", wiki=False, embed=embed, line=line)
 
 
-def _tags(text: str) -> Iterator[str]:
-    # Links and URLs are blanked first: `[[#Heading]]` and `page#fragment` are no tags.
+def tag_matches(text: str) -> Iterator[re.Match[str]]:
+    """Every inline tag of one line of text (`group(1)` is the tag, without `#`), at its place.
+
+    Links and URLs are blanked first: `[[#Heading]]` and `page#fragment` are no tags.
+    """
     if "[[" in text:
         text = _WIKI.sub(_blank, text)
     if "](" in text:
         text = _MD_LINK.sub(_blank, text)
     if "://" in text:
         text = _URL.sub(_blank, text)
-    for m in TAG.finditer(text):
+    return TAG.finditer(text)
+
+
+def _tags(text: str) -> Iterator[str]:
+    for m in tag_matches(text):
         yield m.group(1)
 
 

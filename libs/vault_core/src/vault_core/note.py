@@ -37,10 +37,6 @@ class Note:
     def body(self) -> str:
         return self.split.body
 
-    @property
-    def has_frontmatter(self) -> bool:
-        return self.split.yaml_text is not None
-
     @cached_property
     def frontmatter(self) -> Frontmatter:
         return Frontmatter(self.split.yaml_text)

@@ -128,9 +128,9 @@ def _check_symlinks(root: Path, target: Path, raw: str) -> None:
         raise InvalidPathError(raw, "the path leads outside the vault through a symbolic link")
     if where == "hidden":
         raise InvalidPathError(
-            raw, "the path leads into a hidden folder (.git, .secondbrain, …) through a "
-            "symbolic link",
-        )  # fmt: skip
+            raw,
+            "the path leads into a hidden folder (.git, .secondbrain, …) through a symbolic link",
+        )
 
 
 def off_limits(real_root: Path, real: Path) -> str:
@@ -147,9 +147,9 @@ def walkable(root: Path, rel: str) -> bool:
     """True when `walk` could yield `rel` (or could have, for a file now gone): a valid name
     without dot segments, no symbolic link among its folders, and a linked file that stays
     inside the vault and out of its dot folders. The watcher reports paths through links."""
-    if not valid_name(rel) or is_hidden(rel):
-        return False
     parts = rel.split("/")
+    if not valid_name(rel) or any(part.startswith(".") for part in parts):
+        return False
     target = root.joinpath(*parts)
     try:
         real_root = root.resolve()
@@ -158,11 +158,6 @@ def walkable(root: Path, rel: str) -> bool:
     except (OSError, RuntimeError):
         return False
     return folder == real_root.joinpath(*parts[:-1]) and not off_limits(real_root, real)
-
-
-def is_hidden(rel: str) -> bool:
-    """True when any segment of a vault-relative path starts with a dot."""
-    return any(segment.startswith(".") for segment in rel.split("/"))
 
 
 @dataclass(frozen=True)
@@ -191,9 +186,13 @@ def walk(root: Path, prefix: str = "", skipped: Report | None = None) -> Iterato
         return
     real_root = root.resolve()
     report: Report = skipped or (lambda _item: None)
-    stack = [start]
+    # Each folder with its vault-relative path and a slash (the root's is empty): a file's
+    # path is that and its name, where `relative_to` parsed both paths again. A walk of
+    # 100,000 files took 0.53–0.59 s of CPU instead of 0.75–0.81, and a cold index's
+    # workers wait for the whole walk.
+    stack = [(start, "" if start == root else start.relative_to(root).as_posix() + "/")]
     while stack:
-        directory = stack.pop()
+        directory, above = stack.pop()
         try:
             with os.scandir(directory) as it:
                 entries = sorted(it, key=lambda e: e.name)
@@ -210,9 +209,9 @@ def walk(root: Path, prefix: str = "", skipped: Report | None = None) -> Iterato
             if not valid_name(entry.name):
                 report(Skipped(_rel(root, entry_path), "bad_name"))
             elif _is_dir(entry):
-                subdirs.append(entry_path)
-            elif (found := _visible_file(root, real_root, entry, entry_path, report)) is not None:
-                yield found
+                subdirs.append((entry_path, f"{above}{entry.name}/"))
+            elif (found := _visible_stat(root, real_root, entry, entry_path, report)) is not None:
+                yield Entry(above + entry.name, entry_path, found.st_size, found.st_mtime_ns)
         stack.extend(reversed(subdirs))
 
 
@@ -227,9 +226,9 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-def _visible_file(
+def _visible_stat(
     root: Path, real_root: Path, entry: os.DirEntry[str], entry_path: Path, report: Report
-) -> Entry | None:
+) -> os.stat_result | None:
     try:
         if entry.is_symlink():
             found = _linked(real_root, entry_path, _rel(root, entry_path), report)
@@ -240,10 +239,7 @@ def _visible_file(
             return None
     except OSError:
         return None  # gone since the folder was listed
-    if found is None:
-        return None
-    rel = entry_path.relative_to(root).as_posix()
-    return Entry(rel=rel, abs=entry_path, size=found.st_size, mtime_ns=found.st_mtime_ns)
+    return found
 
 
 def _linked(real_root: Path, link: Path, rel: str, report: Report) -> os.stat_result | None:

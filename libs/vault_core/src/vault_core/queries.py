@@ -7,11 +7,13 @@ note from disk.
 
 from __future__ import annotations
 
+import weakref
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from vault_core import scope, totals
 from vault_core.index import Index
 from vault_core.search import like_escape, modified, tags_of
 from vault_core.skips import REASONS
@@ -26,26 +28,69 @@ _ORPHAN = (
 
 
 def stats(index: Index) -> dict[str, Any]:
-    """Spec §13.1 `vault_stats`: counts, broken links, orphans, open tasks, top tags."""
+    """Spec §13.1 `vault_stats`: counts, broken links, orphans, open tasks, top tags.
+
+    Without path rules, read from the totals the index keeps as it writes (a few rows);
+    under path rules, counted over the rows the caller may see. Either is kept per index
+    version and path rules: asked again before the index changes, it costs no query."""
+    key = (index.version, scope.key())  # read first: a write meanwhile moves it on
+    held = _STATS.get(index)
+    if held is None or held[0] != key:
+        held = (key, _counted(index))
+        _STATS[index] = held
+    return {**held[1], "skipped": len(index.skips)}
+
+
+_STATS: weakref.WeakKeyDictionary[Index, tuple[object, dict[str, Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+# A note no link joins to another: neither the target nor the source of a resolved link
+# between two notes. One pass over the links builds the set, instead of two index probes
+# per note, which missed SQLite's page cache on every probe in a large vault.
+_LINKED = (
+    "SELECT resolved FROM links WHERE resolved NOT IN ('', src)"
+    " UNION ALL SELECT src FROM links WHERE resolved NOT IN ('', src)"
+)
+
+
+def _counted(index: Index) -> dict[str, Any]:
+    if scope.current() is None and not index.filling:
+        with index.querying() as conn:
+            found = totals.read(conn)
+            (last,) = conn.execute("SELECT max(mtime) FROM notes").fetchone()
+        top = found.pop("top_tags")
+        return {**found, "last_modified": modified(last) if last else "", "top_tags": top}
+    return _counted_rows(index)
+
+
+def _counted_rows(index: Index) -> dict[str, Any]:
     with index.querying() as conn:
         notes, attachments, words, size, last = conn.execute(
             "SELECT coalesce(sum(is_note), 0), coalesce(sum(1 - is_note), 0),"
             " coalesce(sum(words), 0), coalesce(sum(size), 0), max(mtime) FROM notes"
         ).fetchone()
-        links, broken = conn.execute(
-            "SELECT count(*), coalesce(sum(resolved = ''), 0) FROM links"
+        (links,) = conn.execute("SELECT count(*) FROM links").fetchone()
+        (broken,) = conn.execute("SELECT count(*) FROM links WHERE resolved = ''").fetchone()
+        (orphans,) = conn.execute(
+            f"SELECT count(*) FROM notes WHERE is_note = 1 AND path NOT IN ({_LINKED})"
         ).fetchone()
-        (orphans,) = conn.execute(f"SELECT count(*) FROM notes n WHERE {_ORPHAN}").fetchone()
         (open_tasks,) = conn.execute("SELECT count(*) FROM tasks WHERE done = 0").fetchone()
         top = conn.execute(
             "SELECT tag, count(DISTINCT path) AS c FROM tags GROUP BY tag ORDER BY c DESC, tag"
         ).fetchall()
     return {
-        "notes": notes, "attachments": attachments, "words": words, "bytes": size,
-        "tags": len(top), "links": links, "broken_links": broken, "orphans": orphans,
-        "open_tasks": open_tasks, "last_modified": modified(last) if last else "",
-        "top_tags": [f"{tag} ({count})" for tag, count in top[:10]], "skipped": len(index.skips),
-    }  # fmt: skip
+        "notes": notes,
+        "attachments": attachments,
+        "words": words,
+        "bytes": size,
+        "tags": len(top),
+        "links": links,
+        "broken_links": broken,
+        "orphans": orphans,
+        "open_tasks": open_tasks,
+        "last_modified": modified(last) if last else "",
+        "top_tags": [f"{tag} ({count})" for tag, count in top[:10]],
+    }
 
 
 def skipped(index: Index, limit: int = 100) -> list[dict[str, str]]:
@@ -84,8 +129,11 @@ def backlinks(index: Index, path: str) -> dict[str, list[dict[str, Any]]]:
         return [{"path": p, "title": t, "target": tg, "anchor": a} for p, t, tg, a in rows]
 
     broken = [{"target": tg, "anchor": a} for p, _t, tg, a in outgoing if not p]
-    return {"incoming": shape(incoming), "outgoing": shape([r for r in outgoing if r[0]]),
-            "broken": broken}  # fmt: skip
+    return {
+        "incoming": shape(incoming),
+        "outgoing": shape([r for r in outgoing if r[0]]),
+        "broken": broken,
+    }
 
 
 @dataclass(frozen=True)
@@ -149,14 +197,19 @@ def _related_rows(conn: Any, ranked: list[tuple[str, float]], limit: int) -> lis
         if len(found) >= limit:
             break
     tags = tags_of(conn, [r.path for r in found])
-    return [Related(r.path, r.title, r.score, tags.get(r.path, []), r.modified, r.bytes)
-            for r in found]  # fmt: skip
+    return [
+        Related(r.path, r.title, r.score, tags.get(r.path, []), r.modified, r.bytes) for r in found
+    ]
 
 
 def tasks(
-    index: Index, *, include_done: bool = False, prefix: str = "", contains: str = "",
+    index: Index,
+    *,
+    include_done: bool = False,
+    prefix: str = "",
+    contains: str = "",
     limit: int = 100,
-) -> list[dict[str, Any]]:  # fmt: skip
+) -> list[dict[str, Any]]:
     """Tasks sorted by path and line; line numbers count the frontmatter (spec §13.6)."""
     clause, params = ["1 = 1"], []
     if not include_done:
@@ -176,8 +229,10 @@ def tasks(
             " ORDER BY t.path, t.line LIMIT ?",
             [*params, limit],
         ).fetchall()
-    return [{"path": p, "line": ln, "text": tx, "done": bool(d), "note_title": tt}
-            for p, ln, tx, d, tt in rows]  # fmt: skip
+    return [
+        {"path": p, "line": ln, "text": tx, "done": bool(d), "note_title": tt}
+        for p, ln, tx, d, tt in rows
+    ]
 
 
 def review(
@@ -186,20 +241,34 @@ def review(
     """Spec §13.5 `vault_review`: each category from its own query."""
     chosen = [only] if only else list(REVIEW_CATEGORIES)
     queries = {
-        "stub": ("SELECT path, title, 'smaller than 300 bytes', size FROM notes"
-                 " WHERE is_note = 1 AND size < 300 ORDER BY size, path LIMIT ?", ()),
-        "orphan": (f"SELECT n.path, n.title, 'no links in or out', '' FROM notes n WHERE {_ORPHAN}"
-                   " ORDER BY n.path LIMIT ?", ()),
-        "broken_link": ("SELECT l.src, coalesce(n.title, ''), 'link target not found', l.target"
-                        " FROM links l LEFT JOIN notes n ON n.path = l.src WHERE l.resolved = ''"
-                        " ORDER BY l.src, l.rowid LIMIT ?", ()),
-        "stale": ("SELECT path, title, 'not modified since', mtime FROM notes"
-                  " WHERE is_note = 1 AND mtime < ? ORDER BY mtime, path LIMIT ?",
-                  (stale_before_ns,)),
-        "open_task": ("SELECT t.path, coalesce(n.title, ''), 'open task', t.text FROM tasks t"
-                      " LEFT JOIN notes n ON n.path = t.path WHERE t.done = 0"
-                      " ORDER BY t.path, t.line LIMIT ?", ()),
-    }  # fmt: skip
+        "stub": (
+            "SELECT path, title, 'smaller than 300 bytes', size FROM notes"
+            " WHERE is_note = 1 AND size < 300 ORDER BY size, path LIMIT ?",
+            (),
+        ),
+        "orphan": (
+            f"SELECT n.path, n.title, 'no links in or out', '' FROM notes n WHERE {_ORPHAN}"
+            " ORDER BY n.path LIMIT ?",
+            (),
+        ),
+        "broken_link": (
+            "SELECT l.src, coalesce(n.title, ''), 'link target not found', l.target"
+            " FROM links l LEFT JOIN notes n ON n.path = l.src WHERE l.resolved = ''"
+            " ORDER BY l.src, l.rowid LIMIT ?",
+            (),
+        ),
+        "stale": (
+            "SELECT path, title, 'not modified since', mtime FROM notes"
+            " WHERE is_note = 1 AND mtime < ? ORDER BY mtime, path LIMIT ?",
+            (stale_before_ns,),
+        ),
+        "open_task": (
+            "SELECT t.path, coalesce(n.title, ''), 'open task', t.text FROM tasks t"
+            " LEFT JOIN notes n ON n.path = t.path WHERE t.done = 0"
+            " ORDER BY t.path, t.line LIMIT ?",
+            (),
+        ),
+    }
     items: dict[str, list[dict[str, Any]]] = defaultdict(list)
     if "skipped" in chosen:
         items["skipped"] = [
@@ -230,5 +299,6 @@ def attachments(
             " ORDER BY n.path LIMIT ?",
             (wanted, like_escape(wanted) + "/%", limit),
         ).fetchall()
-    return [{"path": p, "bytes": b, "modified": modified(m), "references": r}
-            for p, b, m, r in rows]  # fmt: skip
+    return [
+        {"path": p, "bytes": b, "modified": modified(m), "references": r} for p, b, m, r in rows
+    ]

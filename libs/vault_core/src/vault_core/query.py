@@ -82,6 +82,11 @@ def any_of(found: list[Term]) -> str:
     return " OR ".join(f"({term.match})" for term in found)
 
 
+def all_of(found: list[Term]) -> str:
+    """An FTS5 expression matching a note that has every one of the terms (in any form)."""
+    return " AND ".join(f"({term.match})" for term in found)
+
+
 def highlight(found: list[Term]) -> str:
     """The terms as a snippet marks them: one form each (the prefix where there is one)."""
     return " OR ".join(term.mark or term.match for term in found)

@@ -2,14 +2,19 @@
 `embedded` (the hash each note had when its vectors were made, per model).
 
 `links.key` and the `names` table let a change to one note re-resolve only the
-links that could point to it, so a write costs the same at 100 or 50,000 notes.
+links that could point to it, so a write costs the same at 100 or 50,000 notes. The
+secondary indexes are listed apart: a cold index fills the tables without them and builds
+them once at the end, which sorts once instead of inserting every row at a random place.
+The totals `vault_stats` reads are kept by triggers (`vault_core.totals`).
 """
 
 from __future__ import annotations
 
+from vault_core import totals
+
 SCHEMA_VERSION = "4"  # 3: CJK characters as single-character tokens; 4: PDF page text
 
-SCHEMA = """
+TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 
 CREATE TABLE IF NOT EXISTS notes (
@@ -30,8 +35,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
 );
 
 CREATE TABLE IF NOT EXISTS tags (path TEXT NOT NULL, tag TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS tags_tag  ON tags(tag);
-CREATE INDEX IF NOT EXISTS tags_path ON tags(path);
 
 CREATE TABLE IF NOT EXISTS links (
     src      TEXT NOT NULL,
@@ -42,24 +45,18 @@ CREATE TABLE IF NOT EXISTS links (
     resolved TEXT NOT NULL DEFAULT '',
     key      TEXT NOT NULL DEFAULT ''
 );
-CREATE INDEX IF NOT EXISTS links_src      ON links(src);
-CREATE INDEX IF NOT EXISTS links_resolved ON links(resolved);
-CREATE INDEX IF NOT EXISTS links_key      ON links(key);
 
 CREATE TABLE IF NOT EXISTS headings (
     path TEXT NOT NULL, level INTEGER NOT NULL,
     text TEXT NOT NULL, line INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS headings_path ON headings(path);
 
 CREATE TABLE IF NOT EXISTS aliases (path TEXT NOT NULL, alias TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS aliases_alias ON aliases(alias);
 
 CREATE TABLE IF NOT EXISTS tasks (
     path TEXT NOT NULL, line INTEGER NOT NULL,
     text TEXT NOT NULL, done INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS tasks_path ON tasks(path);
 
 CREATE TABLE IF NOT EXISTS embeddings (
     path    TEXT NOT NULL,
@@ -82,6 +79,28 @@ CREATE TABLE IF NOT EXISTS names (
     kind INTEGER NOT NULL,
     path TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS names_name ON names(name, kind);
-CREATE INDEX IF NOT EXISTS names_path ON names(path);
 """
+
+INDEXES = (
+    ("tags_tag", "tags", "tag"),
+    ("tags_path", "tags", "path"),
+    ("links_src", "links", "src"),
+    ("links_resolved", "links", "resolved"),
+    ("links_key", "links", "key"),
+    ("headings_path", "headings", "path"),
+    ("aliases_alias", "aliases", "alias"),
+    ("aliases_path", "aliases", "path"),
+    ("tasks_path", "tasks", "path"),
+    ("names_name", "names", "name, kind"),
+    ("names_path", "names", "path"),
+    ("notes_mtime", "notes", "mtime"),
+)
+"""Every secondary index: name, table, columns. Each is created `IF NOT EXISTS` on every
+open, so one added here reaches an existing index the next time it is opened (as
+`aliases_path` did: without it, replacing a note's rows scanned every alias)."""
+
+CREATE_INDEXES = "".join(
+    f"CREATE INDEX IF NOT EXISTS {name} ON {table}({columns});\n"
+    for name, table, columns in INDEXES
+)
+SCHEMA = TABLES + totals.TABLES + CREATE_INDEXES + totals.CREATE_TRIGGERS

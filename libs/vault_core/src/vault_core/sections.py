@@ -103,8 +103,11 @@ def check_mode(mode: str, heading: str | None, content: str | None) -> None:
 
 def _apply_section(lines: list[str], s: Section, mode: str, new: list[str]) -> list[str]:
     before, heading_line, inside, after = (
-        lines[: s.start], lines[s.start], lines[s.start + 1 : s.end], lines[s.end :],
-    )  # fmt: skip
+        lines[: s.start],
+        lines[s.start],
+        lines[s.start + 1 : s.end],
+        lines[s.end :],
+    )
     gap = [""] if after else []
     if mode == "append_to_section":
         return [*before, heading_line, *_rstrip_blank(inside), *new, *gap, *after]

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import structlog
 
+from vault_core import scope
+
 log = structlog.get_logger("vault_core")
 
 REASONS = {
@@ -79,11 +81,16 @@ class Skips:
         self._log([item for item in found.values() if _new(old, item)])
 
     def listing(self, limit: int | None = None) -> list[Skipped]:
+        """The skipped paths the running call may see (`vault_core.scope`), by path."""
         with self._lock:
             items = sorted(self._found.values(), key=lambda item: item.path)
+        if scope.current() is not None:
+            items = [item for item in items if scope.visible(item.path)]
         return items if limit is None else items[:limit]
 
     def __len__(self) -> int:
+        if scope.current() is not None:
+            return len(self.listing())
         with self._lock:
             return len(self._found)
 

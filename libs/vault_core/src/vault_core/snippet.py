@@ -99,6 +99,8 @@ def window(body: str, wanted: Sequence[Term]) -> Window:
     """
     if len(body) <= WINDOW or not wanted:
         return _cut(body, 0)
+    if body.isascii():  # nothing to decompose: lower case is the whole fold (a third faster)
+        return _window_by_offsets(body, body.lower(), wanted)
     folded = _COMBINING_MARK.sub("", unicodedata.normalize("NFD", body)).lower()
     if len(folded) == len(body):  # letter for letter: offsets in `folded` are offsets in body
         return _window_by_offsets(body, folded, wanted)
@@ -205,11 +207,50 @@ def snippets(query: str, bodies: Sequence[str]) -> list[str]:
         missing = [i for i, text in found.items() if OPEN not in text]
         if missing and wanted:
             any_term = " OR ".join(t.query() for t in wanted)
-            found.update((i, text) for i, text in _highlighted(conn, any_term).items()
-                         if i in missing)  # fmt: skip
+            found.update(
+                (i, text) for i, text in _highlighted(conn, any_term).items() if i in missing
+            )
     finally:
         conn.execute("ROLLBACK")
     return [w.framed(found.get(i, "")) for i, w in enumerate(windows)]
+
+
+LEAD = 240  # characters at most of a section's opening words
+
+
+def lead(body: str, heading: str) -> str:
+    """A snippet for a note found by meaning, not by its words: the first TOKENS words of
+    the section under `heading` (the body's start for ""), up to the next heading, with
+    FTS5's ellipses where it is cut. No FTS5 and no scan of the whole body: the heading is
+    looked for as a line. A section of nothing but its heading shows the heading."""
+    start = _section_start(body, heading) if heading else 0
+    text = body[start : start + LEAD * 4]
+    following = _HEADING_LINE.search(text, 1)
+    words = text[: following.start() if following else None].split(maxsplit=TOKENS)
+    if not words:
+        return heading
+    shown = " ".join(words[:TOKENS])
+    cut = len(words) > TOKENS or (following is None and start + len(text) < len(body))
+    if len(shown) > LEAD:
+        shown, cut = shown[:LEAD].rsplit(" ", 1)[0], True
+    return (ELLIPSIS.lstrip() if start > 0 else "") + shown + (ELLIPSIS if cut else "")
+
+
+_HEADING_LINE = re.compile(r"^#{1,6}[ \t]", re.MULTILINE)
+_HEADING_TEXT = re.compile(r"^#{1,6}([ \t].*)$", re.MULTILINE)
+
+
+def _section_start(body: str, heading: str) -> int:
+    """Where the first heading line `heading` (closing hashes and spaces aside) ends, or 0.
+    One pattern made once for every heading: a pattern of each heading cost a compile per
+    hit (half a millisecond a page of hits found by meaning)."""
+    for line in _HEADING_TEXT.finditer(body):
+        text = line.group(1)
+        # At least one space after the hashes; the heading may begin with more of them.
+        for at in range(1, len(text) - len(text.lstrip(" \t")) + 1):
+            if text.startswith(heading, at) and not text[at + len(heading) :].strip(" \t#"):
+                return line.end()
+    return 0
 
 
 _LOCAL = threading.local()

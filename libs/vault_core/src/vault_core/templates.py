@@ -10,8 +10,11 @@ import datetime as dt
 import posixpath
 import re
 import unicodedata
+from typing import Any
 
-from vault_core.errors import InvalidArgumentError
+from vault_core import frontmatter
+from vault_core.errors import FrontmatterError, InvalidArgumentError
+from vault_core.frontmatter import Frontmatter, normalize_tag, tag_values
 from vault_core.paths import clean
 from vault_core.vault import rfc3339
 
@@ -71,9 +74,19 @@ def daily_heading(day: dt.date) -> str:
     """`Monday, 2 January 2006` — English whatever the server's locale."""
     weekday = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
     month = (
-        "January", "February", "March", "April", "May", "June", "July", "August",
-        "September", "October", "November", "December",
-    )  # fmt: skip
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    )
     return f"{weekday[day.weekday()]}, {day.day} {month[day.month - 1]} {day.year}"
 
 
@@ -105,3 +118,23 @@ def numbered(rel: str, n: int) -> str:
     """`inbox/x.md`, 2 → `inbox/x-2.md`: the next free name when a path is taken."""
     root, ext = posixpath.splitext(rel)
     return f"{root}-{n}{ext}"
+
+
+def new_note(rel: str, title: str, tags: list[str], content: str | None, **fields: Any) -> str:
+    """A note's text: `content` (or `# title`) under frontmatter with title, tags and `fields`."""
+    body = content if content is not None and content.strip() else f"# {title}\n"
+    split = frontmatter.split(body)
+    fm = Frontmatter(split.yaml_text)
+    if fm.error:
+        raise FrontmatterError(rel, fm.error)
+    fm.set("title", title)
+    fm.set("tags", list(dict.fromkeys([*tag_values(fm.get("tags")), *clean_tags(tags)])))
+    for key, value in fields.items():
+        fm.set(key, value)
+    body = split.body if split.body.endswith("\n") or not split.body else split.body + "\n"
+    return frontmatter.join(fm.render(), body)
+
+
+def clean_tags(tags: list[str]) -> list[str]:
+    """Tags as the frontmatter keeps them (no `#`, trimmed), empty ones left out."""
+    return [t for t in (normalize_tag(tag) for tag in tags) if t]

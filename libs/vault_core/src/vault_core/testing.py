@@ -8,9 +8,12 @@ import ctypes
 import datetime as dt
 import os
 import shutil
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+from vault_core.library import OpenVault
 from vault_core.vault import Vault
 
 FIXED_NOW = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
@@ -151,3 +154,23 @@ def unprivileged_command() -> list[str]:
         raise RuntimeError("running as root needs setpriv (util-linux) to test unreadable files")
     dropped = "-dac_override,-dac_read_search"
     return [setpriv, f"--inh-caps={dropped}", f"--bounding-set={dropped}"]
+
+
+@contextlib.contextmanager
+def held_open(name: str) -> Iterator[threading.Event]:
+    """Opening the vault `name` waits until the event yielded is set (a first index of
+    hours, in a test); every other vault opens as usual. Set and undone on exit."""
+    release = threading.Event()
+    real = OpenVault.open
+
+    def slow(root: Path, vault: str, *args: Any, **kwargs: Any) -> OpenVault:
+        if vault == name:
+            release.wait()
+        return real(root, vault, *args, **kwargs)
+
+    OpenVault.open = slow  # type: ignore[method-assign,assignment]
+    try:
+        yield release
+    finally:
+        release.set()
+        OpenVault.open = real  # type: ignore[method-assign]

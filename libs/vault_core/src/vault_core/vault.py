@@ -1,7 +1,7 @@
-"""A vault: a named directory of notes, its write lock, and what runs after a write.
+"""A vault: a named directory of notes, its write lock, and what follows its writes.
 
-Reads go straight to disk; every mutation goes through `edit.apply` (spec §11),
-which calls the registered hooks (index, git) after the file is safely written.
+Reads go straight to disk; every mutation goes through `vault_core.edit` (spec §11), which
+updates the vault's index and commits to its history after the file is safely written.
 """
 
 from __future__ import annotations
@@ -10,27 +10,28 @@ import datetime as dt
 import os
 import stat
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
-from typing import Protocol
-
-import structlog
+from typing import TYPE_CHECKING
 
 from vault_core import note as note_mod
-from vault_core import paths
+from vault_core import paths, scope
 from vault_core.errors import (
     NOTE_LIMIT,
     InvalidPathError,
     NotAFileError,
     NoteNotFoundError,
+    PathNotFoundError,
     StorageError,
     TooLargeError,
+    VaultError,
 )
 from vault_core.note import Note
 
-log = structlog.get_logger("vault_core")
+if TYPE_CHECKING:
+    from vault_core.gitstore import GitStore
+    from vault_core.index import Index
 
 STATE_DIR = ".secondbrain"
 ATTACHMENT_TYPES = (
@@ -45,16 +46,6 @@ class Actor:
 
     principal: str
     grant_id: str | None = None
-
-
-class WriteHook(Protocol):
-    """Something that follows writes: the index updates paths, git commits them."""
-
-    def changed(self, vault: Vault, paths: Sequence[str]) -> None: ...
-
-    def commit(
-        self, vault: Vault, message: str, paths: Sequence[str], actor: Actor | None
-    ) -> None: ...
 
 
 def rfc3339(moment: dt.datetime) -> str:
@@ -74,12 +65,14 @@ class Vault:
         name: str | None = None,
         *,
         clock: Callable[[], dt.datetime] | None = None,
-        hooks: Sequence[WriteHook] = (),
     ) -> None:
         self.root = root
         self.name = paths.check_vault_name(name if name is not None else root.name)
         self.lock = threading.RLock()
-        self.hooks: list[WriteHook] = list(hooks)
+        self.index: Index | None = None
+        """Kept current by every write (`edit`); set when the vault is opened with one."""
+        self.git: GitStore | None = None
+        """Where writes are committed; None while versioning is off."""
         self._clock = clock or (lambda: dt.datetime.now(dt.UTC).astimezone())
 
     def __repr__(self) -> str:
@@ -93,13 +86,29 @@ class Vault:
         return self.root / STATE_DIR
 
     def resolve(self, raw: str) -> paths.Resolved:
-        return paths.resolve(self.root, raw)
+        """A path to read; one outside the call's path rules is not there (`scope`)."""
+        return _visible(paths.resolve(self.root, raw), PathNotFoundError)
 
     def resolve_note(self, raw: str) -> paths.Resolved:
-        return paths.resolve_note(self.root, raw)
+        return _visible(paths.resolve_note(self.root, raw), NoteNotFoundError)
+
+    def resolve_folder(self, raw: str) -> str:
+        """A folder to look under, checked like any path; the call's rules then decide
+        what it shows (a folder outside them shows what an empty one does)."""
+        return paths.resolve(self.root, raw).rel.rstrip("/")
+
+    def resolve_for_write(self, raw: str, *, note: bool = True) -> paths.Resolved:
+        """A path to change: refused outside the call's write rules before anything at it
+        is looked at, so the refusal is the same whether or not something is there."""
+        resolved = (paths.resolve_note if note else paths.resolve)(self.root, raw)
+        scope.check_write(resolved.rel)
+        return resolved
 
     def walk(self, prefix: str = "") -> Iterator[paths.Entry]:
-        return paths.walk(self.root, prefix)
+        """Every visible file under `prefix` (all of them when the call has no path rules)."""
+        if scope.current() is None:
+            return paths.walk(self.root, prefix)
+        return (entry for entry in paths.walk(self.root, prefix) if scope.visible(entry.rel))
 
     def notes(self, prefix: str = "") -> Iterator[paths.Entry]:
         """Every visible `.md` file (case-insensitive extension)."""
@@ -112,16 +121,15 @@ class Vault:
         return note_mod.parse(resolved.rel, data, mtime_ns)
 
     def exists(self, raw: str) -> bool:
-        return self.resolve_note(raw).abs.is_file()
+        """Is there a note the call may see at `raw`?"""
+        resolved = paths.resolve_note(self.root, raw)
+        return scope.visible(resolved.rel) and resolved.abs.is_file()
 
-    def commit(self, message: str, paths_: Sequence[str], actor: Actor | None = None) -> None:
-        """A summary commit for a vault-wide operation (note_move, tag_rename, vault_replace)."""
-        for hook in self.hooks:
-            run_hook("commit", self, partial(hook.commit, self, message, paths_, actor))
 
-    def changed(self, paths_: Sequence[str]) -> None:
-        for hook in self.hooks:
-            run_hook("changed", self, partial(hook.changed, self, paths_))
+def _visible(resolved: paths.Resolved, missing: Callable[[str], VaultError]) -> paths.Resolved:
+    if not scope.visible(resolved.rel):
+        raise missing(resolved.rel)
+    return resolved
 
 
 def read_limited(resolved: paths.Resolved, limit: int) -> tuple[bytes, int]:
@@ -158,11 +166,3 @@ def _check_regular(rel: str, found: os.stat_result, limit: int) -> None:
         )
     if found.st_size > limit:
         raise TooLargeError(rel, found.st_size, limit)
-
-
-def run_hook(kind: str, vault: Vault, call: Callable[[], None]) -> None:
-    """Hooks never fail a write that already reached the disk: they warn (spec §11.1)."""
-    try:
-        call()
-    except Exception as exc:  # noqa: BLE001 — a hook is a boundary: warn, never fail the write
-        log.warning("write_hook_failed", vault=vault.name, hook=kind, error=type(exc).__name__)

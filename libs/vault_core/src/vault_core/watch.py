@@ -1,8 +1,9 @@
 """Keep the index true while people edit the vault in Obsidian, `git pull` or `rsync`.
 
 Changes are gathered for 400 ms after the first one (spec §10.3); dot paths and
-our own temp files are ignored; a new folder or more than 50 paths means a full
-reconcile. A watcher that dies is logged and the vault keeps working.
+our own temp files are ignored; a new folder stands for the files in it, and more than
+50 paths the index does not already hold as they are mean a full reconcile (our own writes
+never count). A watcher that dies is logged and the vault keeps working.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 import structlog
 import watchfiles
 
+from vault_core import paths
 from vault_core.errors import VaultError
 
 log = structlog.get_logger("vault_core")
@@ -34,23 +36,42 @@ def relevant(root: Path, raw: str) -> str | None:
     return rel
 
 
-def plan(root: Path, changes: Iterable[tuple[watchfiles.Change, str]]) -> list[str] | None:
-    """The paths to update, or None when the batch calls for a full reconcile."""
+def plan(
+    root: Path,
+    changes: Iterable[tuple[watchfiles.Change, str]],
+    current: Callable[[str], bool] | None = None,
+) -> list[str] | None:
+    """The paths to update, or None when the batch calls for a full reconcile.
+
+    A new folder counts as the files in it (it may have arrived full: a clone, an unpacked
+    archive), so a note created in a new folder updates that note, never the whole vault.
+    A path `current` says the index already holds as it is (a tool's own write, taken in
+    by the write itself) is dropped before counting: a burst of tool writes is no bulk change.
+    """
+    held = current or (lambda _rel: False)
     rels: set[str] = set()
-    for change, raw in changes:
-        rel = relevant(root, raw)
-        if rel is None:
-            continue
-        if change == watchfiles.Change.added and Path(raw).is_dir():
-            return None  # a folder that arrived full (a clone, an unpacked archive)
-        rels.add(rel)
-    if len(rels) > MAX_PATHS:
-        return None
+    try:
+        for change, raw in changes:
+            rel = relevant(root, raw)
+            if rel is None:
+                continue
+            if change == watchfiles.Change.added and Path(raw).is_dir():
+                found: Iterable[str] = (e.rel for e in paths.walk(root, rel))
+            else:
+                found = [rel]
+            for path in found:
+                if not held(path):
+                    rels.add(path)
+                if len(rels) > MAX_PATHS:
+                    return None
+    except VaultError:
+        return None  # a new folder that cannot be walked by its name: the reconcile finds it
     return sorted(rels)
 
 
 class Watcher:
-    """A background thread that feeds file changes to `update` or `reconcile`."""
+    """A background thread that feeds file changes to `update` or `reconcile`; `current(rel)`
+    says whether the index already holds a path as it is on disk (then it is left out)."""
 
     def __init__(
         self,
@@ -58,11 +79,13 @@ class Watcher:
         vault: str,
         update: Callable[[list[str]], object],
         reconcile: Callable[[], object],
+        current: Callable[[str], bool] | None = None,
     ) -> None:
         self.root = root
         self.vault = vault
         self._update = update
         self._reconcile = reconcile
+        self._current = current
         self._stop = threading.Event()
         self._ready = threading.Event()
         self.failed: str | None = None
@@ -104,7 +127,7 @@ class Watcher:
             self._ready.set()
 
     def _apply(self, changes: set[tuple[watchfiles.Change, str]]) -> None:
-        todo = plan(self.root, changes)
+        todo = plan(self.root, changes, self._current)
         try:
             if todo is None:
                 self._reconcile()
