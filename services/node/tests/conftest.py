@@ -16,10 +16,12 @@ import httpx
 import jsonschema
 import pytest
 import pytest_asyncio
+import structlog
 
 from tickets import SigningKey
 from tickets import testing as tt
 from vault_node.app import create_app
+from vault_node.registry import REGISTRY
 from vault_node.testing import (
     PUBLIC_URL,
     SAMPLE_NOTES,
@@ -28,7 +30,6 @@ from vault_node.testing import (
     make_config,
     write_files,
 )
-from vault_node.tools import REGISTRY
 
 
 def check_output(tool: str, result: dict[str, Any]) -> None:
@@ -37,6 +38,14 @@ def check_output(tool: str, result: dict[str, Any]) -> None:
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.validate(result["structuredContent"], schema, cls=jsonschema.Draft202012Validator)
     assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
+
+
+@pytest.fixture(autouse=True)
+def _structlog_defaults() -> None:
+    """Every test starts from structlog's defaults: a test run before it may have left a
+    configuration that filters info lines out (a center started with log_level error does),
+    and capture_logs changes the processors, never that filter."""
+    structlog.reset_defaults()
 
 
 @pytest.fixture

@@ -49,6 +49,12 @@ def assert_generic_401(response: Any) -> None:
     }
 
 
+def assert_pong(response: Any) -> None:
+    """A ping that passed authentication: 200 and the empty JSON-RPC result."""
+    assert response.status_code == 200
+    assert response.json() == {"jsonrpc": "2.0", "id": 1, "result": {}}
+
+
 async def test_no_token_gets_the_generic_401(node: Harness) -> None:
     response = await node.client.post("/mcp", json=PING)
     assert_generic_401(response)
@@ -97,25 +103,24 @@ async def test_every_bad_token_gets_the_same_401(node: Harness) -> None:
 
 
 async def test_a_token_for_the_node_with_its_resource_url_passes(node: Harness) -> None:
-    response = await node.post(PING, token=mint(node.key))
-    assert response.status_code == 200
+    assert_pong(await node.post(PING, token=mint(node.key)))
 
 
 async def test_a_revoked_token_is_refused_after_the_next_snapshot(node: Harness) -> None:
     token = mint(node.key, jti="jti-revoked")
-    assert (await node.post(PING, token=token)).status_code == 200
+    assert_pong(await node.post(PING, token=token))
     revoked = tt.snapshot(seq=2, iat=int(time.time()), tokens={"jti-revoked": 2**40})
     node.config.revocation_file.write_text(sign_snapshot(revoked, node.key))  # type: ignore[union-attr]
     assert node.app.state.node.feed.poll_once()
     assert_generic_401(await node.post(PING, token=token))
-    assert (await node.post(PING, token=mint(node.key, jti="other"))).status_code == 200
+    assert_pong(await node.post(PING, token=mint(node.key, jti="other")))
 
 
 async def test_a_revoked_grant_kills_its_tokens(node: Harness) -> None:
     token = mint(
         node.key, gid="g-child", chain=["g-root", "g-child"], dep=2, exp=int(time.time()) + 600
     )
-    assert (await node.post(PING, token=token)).status_code == 200
+    assert_pong(await node.post(PING, token=token))
     revoked = tt.snapshot(seq=2, iat=int(time.time()), grants={"g-root": 2**40})
     node.config.revocation_file.write_text(sign_snapshot(revoked, node.key))  # type: ignore[union-attr]
     assert node.app.state.node.feed.poll_once()
@@ -157,8 +162,7 @@ async def test_a_stale_snapshot_with_read_when_stale_serves_reads_not_writes(
 async def test_a_key_added_to_the_jwks_file_is_picked_up_on_first_use(node: Harness) -> None:
     rotated = tt.throwaway_key()
     node.config.jwks_file.write_text(json.dumps(tt.key_set(node.key, rotated).to_jwks()))  # type: ignore[union-attr]
-    response = await node.post(PING, token=mint(rotated))
-    assert response.status_code == 200
+    assert_pong(await node.post(PING, token=mint(rotated)))
 
 
 def message(body: dict[str, Any]) -> dict[str, str]:
@@ -310,7 +314,7 @@ async def test_keys_and_revocations_come_from_the_center_url(start_node: NodeFac
             center_url=center.url, issuer=tt.ISSUER, jwks_file=None, revocation_file=None
         )
         token = mint(center.key, jti="jti-online")
-        assert (await node.post(PING, token=token)).status_code == 200
+        assert_pong(await node.post(PING, token=token))
         center.snapshot = tt.snapshot(seq=2, tokens={"jti-online": 2**40})
         assert node.app.state.node.feed.poll_once()
         assert_generic_401(await node.post(PING, token=token))

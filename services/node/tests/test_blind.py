@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from vault_node.registry import BLIND, TOOLS
 from vault_node.testing import Harness, NodeFactory
-from vault_node.tools import BLIND, TOOLS
 
 pytestmark = pytest.mark.asyncio
 

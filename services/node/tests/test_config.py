@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from vault_node.config import load_config, parse_duration
+from vault_node.config import DURATIONS, Durations, NodeConfig, load_config, parse_duration
 from vault_node.errors import ConfigError
 
 BASE = (
@@ -47,8 +47,8 @@ def test_a_minimal_file_gets_the_documented_defaults(tmp_path: Path) -> None:
     )
     assert config.issuer == "https://center.example.com"
     assert config.allowed_origins == []
-    assert config.seconds("trash_retention") == 720 * 3600
-    assert config.seconds("tool_timeout") == 30
+    assert config.durations.trash_retention == 720 * 3600
+    assert config.durations.tool_timeout == 30
     assert config.host_port() == ("0.0.0.0", 2020)
 
 
@@ -148,6 +148,26 @@ def test_an_unknown_log_level_means_info(tmp_path: Path) -> None:
 )
 def test_durations_read_like_go(text: str, seconds: float) -> None:
     assert parse_duration(text) == seconds
+
+
+def test_every_duration_setting_is_in_seconds_on_the_loaded_config(tmp_path: Path) -> None:
+    text = "tool_timeout: 250ms\nmax_stale: 1h30m\nheartbeat_interval: 2m\n"
+    config = load_config(write(tmp_path, BASE + text))
+    assert config.durations == Durations(
+        tool_timeout=0.25,
+        revocation_poll=10,
+        max_stale=5400,
+        heartbeat_interval=120,
+        trash_retention=720 * 3600,
+    )
+    assert set(DURATIONS) <= set(NodeConfig.model_fields)
+
+
+def test_a_copy_with_a_duration_changed_has_it_in_seconds(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, BASE))
+    copied = config.model_copy(update={"revocation_poll": "1m"})
+    assert copied.durations.revocation_poll == 60
+    assert config.durations.revocation_poll == 10
 
 
 def test_yaml_that_is_not_a_mapping_is_refused(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import ssl
 import stat
 import threading
 import time
@@ -24,7 +25,7 @@ from tickets import SigningKey, sign_checkpoint, sign_snapshot
 from tickets import testing as tt
 from vault_node.app import Node, create_app
 from vault_node.config import NodeConfig
-from vault_node.feed import CHECKPOINT_FILE, JWKS_FILE, SNAPSHOT_FILE, StateDir
+from vault_node.feed import CHECKPOINT_FILE, JWKS_FILE, SNAPSHOT_FILE, StateDir, build_verifier
 from vault_node.testing import PUBLIC_URL, StubCenter, make_config, mint
 
 pytestmark = pytest.mark.asyncio
@@ -366,3 +367,29 @@ async def test_the_poll_loop_survives_polls_slower_than_its_interval(
         with contextlib.suppress(asyncio.CancelledError):
             await loop
     assert len(polls) >= 4
+
+
+async def test_polls_make_no_tls_context_and_an_https_center_gets_one_per_client(
+    tmp_path: Path, key: SigningKey, center: StubCenter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[str] = []
+    real = ssl.create_default_context
+
+    def counted(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        made.append("context")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ssl, "create_default_context", counted)
+    plain = make_config(tmp_path, key, center_url=center.url, jwks_file=None, revocation_file=None)
+    verifier, feed = build_verifier(plain)
+    assert all(feed.poll_once() for _ in range(5))
+    assert verifier.revocation.seq == 4
+    assert made == []  # an http:// center: no CA bundle loaded, ever
+    secure = make_config(
+        tmp_path, key, center_url="https://127.0.0.1:9", jwks_file=None, revocation_file=None
+    )
+    _, feed = build_verifier(secure)
+    before = len(made)
+    assert not any(feed.poll_once() for _ in range(5))  # nothing listens there
+    assert len(made) == before
+    assert before <= 2  # one for the key source's client, one for the feed's

@@ -30,6 +30,7 @@ from vault_node.heartbeat import _placements
 from vault_node.testing import PUBLIC_URL, RESOURCE, make_config, mint
 
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+PONG = {"jsonrpc": "2.0", "id": 1, "result": {}}
 
 
 @dataclass
@@ -215,13 +216,17 @@ async def test_a_newer_feed_seq_in_the_answer_is_polled_at_once(
     assert held is not None
     assert await center.seq() > held
     headers = {"Authorization": f"Bearer {grant_token}"}
-    assert (await client.post("/mcp", json=PING, headers=headers)).status_code == 200  # not yet
+    fresh = await client.post("/mcp", json=PING, headers=headers)
+    assert (fresh.status_code, fresh.json()) == (200, PONG)  # not yet
     assert await beat(node)  # the answer names the newer seq: the node polls now
     assert node.verifier.revocation.seq == await center.seq()
-    assert (await client.post("/mcp", json=PING, headers=headers)).status_code == 401
-    assert (
-        await client.post("/mcp", json=PING, headers={"Authorization": f"Bearer {token}"})
-    ).status_code == 200
+    refused = await client.post("/mcp", json=PING, headers=headers)
+    assert refused.status_code == 401
+    assert refused.json()["error"] == "invalid_token"  # the revoked grant's token
+    assert "www-authenticate" in refused.headers
+    other = await client.post("/mcp", json=PING, headers={"Authorization": f"Bearer {token}"})
+    assert other.status_code == 200
+    assert other.json() == PONG
 
 
 @pytest.mark.asyncio
@@ -238,7 +243,9 @@ async def test_an_unknown_credential_is_logged_without_it_and_the_node_keeps_ser
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url=PUBLIC_URL) as client:
                 headers = {"Authorization": f"Bearer {mint(center.key)}"}
-                assert (await client.post("/mcp", json=PING, headers=headers)).status_code == 200
+                served = await client.post("/mcp", json=PING, headers=headers)
+                assert served.status_code == 200
+                assert served.json() == PONG
                 scraped = (await client.get("/metrics")).text
                 health = (await client.get("/healthz")).json()
     failed = [entry for entry in logs if entry["event"] == "heartbeat_failed"]

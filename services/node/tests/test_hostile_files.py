@@ -124,13 +124,17 @@ async def test_hostile_files_are_skipped_and_reported_and_every_tool_keeps_worki
     assert found["vault_grep"]["matches"] == []
     assert found["note_search"]["total"] >= 1
     assert found["vault_replace"]["notes_affected"] == 1
+    skipped = {row["path"]: row["code"] for row in found["vault_replace"]["skipped"]}
+    assert skipped == {"wiki/latin1.md": "invalid_argument"}  # the one note walk offers
     assert [r["message"] for r in found["note_history"]["revisions"]] == [
         "note_create: wiki/after.md"
     ]
     assert {name: (vault / name).read_bytes() for name in secrets} == secrets
     assert (await node.fails("note_read", {"path": "pipe"}))[0] == "invalid_path"
     assert (await node.fails("note_read", {"path": "links/git-config"}))[0] == "invalid_path"
-    assert not [e for e in logs if e["event"] in ("tool_failed", "write_hook_failed")]
+    assert not [
+        e for e in logs if e["event"] in ("tool_failed", "index_update_failed", "commit_failed")
+    ]
     logged = {e["path"]: e["reason"] for e in logs if e["event"] == "file_skipped"}
     assert logged == expected
     assert str(node.data) not in json.dumps(logs, default=str)

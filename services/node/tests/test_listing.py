@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from vault_node.registry import TOOLS
 from vault_node.testing import Harness
-from vault_node.tools import TOOLS
 
 LIST_BUDGET = 40 * 1024
 

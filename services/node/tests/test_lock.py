@@ -74,7 +74,9 @@ def test_a_second_serve_on_one_data_dir_exits_naming_the_first(tmp_path: Path) -
         assert files_under(data) == before
         with pytest.raises(httpx.TransportError):
             httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
-        assert httpx.get(f"{first.base}/healthz", timeout=5).status_code == 200
+        health = httpx.get(f"{first.base}/healthz", timeout=5)
+        assert (health.status_code, health.json()["status"]) == (200, "ok")
     # The first one gone, its lock went with it: the data directory serves again.
     with serving_node(tmp_path, key) as again:
-        assert httpx.get(f"{again.base}/healthz", timeout=5).status_code == 200
+        health = httpx.get(f"{again.base}/healthz", timeout=5)
+        assert (health.status_code, health.json()["status"]) == (200, "ok")

@@ -17,9 +17,15 @@ from vault_node.testing import Harness, NodeFactory
 KEY = "a-metrics-key-of-32-characters!!"
 
 
+def assert_no_such_path(response: httpx.Response) -> None:
+    """The answer of a path the node does not serve at all."""
+    assert response.status_code == 404
+    assert response.json() == {"detail": "Not Found"}
+
+
 @pytest.mark.asyncio
 async def test_metrics_are_off_by_default(node: Harness) -> None:
-    assert (await node.client.get("/metrics")).status_code == 404
+    assert_no_such_path(await node.client.get("/metrics"))
 
 
 @pytest.mark.asyncio
@@ -58,7 +64,9 @@ async def test_a_denied_call_is_counted_as_denied(start_node: NodeFactory) -> No
         "method": "tools/call",
         "params": {"name": "inbox_capture", "arguments": {"text": "x"}},
     }
-    assert (await node.post(message, token=node.token("read", role="reader"))).status_code == 403
+    denied = await node.post(message, token=node.token("read", role="reader"))
+    assert denied.status_code == 403
+    assert denied.json()["error"]["data"] == {"code": "forbidden", "status": 403, "scope": "write"}
     text = (await node.client.get("/metrics")).text
     assert 'secondbrain_tool_calls_total{outcome="denied",tool="inbox_capture"} 1.0' in text
 
@@ -66,15 +74,19 @@ async def test_a_denied_call_is_counted_as_denied(start_node: NodeFactory) -> No
 @pytest.mark.asyncio
 async def test_the_order_is_method_then_rate_then_key(start_node: NodeFactory) -> None:
     node = await start_node(metrics=True, metrics_key=KEY, metrics_path="/internal/metrics")
-    assert (await node.client.get("/metrics")).status_code == 404
-    assert (await node.client.post("/internal/metrics")).status_code == 405
+    assert_no_such_path(await node.client.get("/metrics"))
+    posted = await node.client.post("/internal/metrics")
+    assert posted.status_code == 405
+    assert set(posted.headers["allow"].split(", ")) == {"GET", "HEAD"}
     missing = await node.client.get("/internal/metrics")
     assert missing.status_code == 401
     assert missing.headers["www-authenticate"] == 'Bearer realm="secondbrain metrics"'
     wrong = await node.client.get("/internal/metrics", headers={"Authorization": "Bearer nope"})
     assert wrong.status_code == 401
+    assert wrong.headers["www-authenticate"] == 'Bearer realm="secondbrain metrics"'
     bearer = await node.client.get("/internal/metrics", headers={"Authorization": f"bearer {KEY} "})
     assert bearer.status_code == 200
+    assert "secondbrain_build_info{" in bearer.text
     api_key = await node.client.head("/internal/metrics", headers={"X-API-Key": KEY})
     assert api_key.status_code == 200
     assert api_key.content == b""
@@ -87,11 +99,28 @@ async def test_a_separate_listener_serves_metrics_and_the_main_one_does_not(
     start_node: NodeFactory,
 ) -> None:
     node = await start_node(metrics=True, metrics_listen="127.0.0.1:9090")
-    assert (await node.client.get("/metrics")).status_code == 404
+    assert_no_such_path(await node.client.get("/metrics"))
     side = create_metrics_app(node.app.state.node)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=side), base_url="http://m") as c:
-        assert (await c.get("/metrics")).status_code == 200
+        served = await c.get("/metrics")
+        assert (served.status_code, "secondbrain_build_info{" in served.text) == (200, True)
         assert (await c.get("/healthz")).json() == {"status": "ok"}
+
+
+@pytest.mark.asyncio
+async def test_a_reload_reaches_the_endpoint_and_scrapes_count_as_metrics(
+    start_node: NodeFactory,
+) -> None:
+    node = await start_node(metrics=True)
+    running = node.app.state.node
+    running.apply_config(running.config.model_copy(update={"metrics_key": KEY}))
+    missing = await node.client.get("/metrics")
+    assert missing.headers["www-authenticate"] == 'Bearer realm="secondbrain metrics"'
+    served = await node.client.get("/metrics", headers={"X-API-Key": KEY})
+    assert 'secondbrain_http_requests_total{path="metrics",status="401"} 1.0' in served.text
+    running.apply_config(running.config.model_copy(update={"metrics": False}))
+    switched_off = await node.client.get("/metrics", headers={"X-API-Key": KEY})
+    assert (switched_off.status_code, switched_off.content) == (404, b"")
 
 
 def test_paths_become_a_fixed_set_of_labels() -> None:

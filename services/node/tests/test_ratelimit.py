@@ -92,14 +92,18 @@ async def test_the_node_answers_429_with_retry_after_per_principal(
     assert int(limited.headers["retry-after"]) >= 1
     other = await node.post(ping, token=node.token(sub="bob"))
     assert other.status_code == 200
+    assert other.json() == {"jsonrpc": "2.0", "id": 1, "result": {}}
 
 
 @pytest.mark.asyncio
 async def test_each_message_of_a_batch_is_one_call(start_node: NodeFactory) -> None:
     node = await start_node(rate_limit=5)
     batch = [{"jsonrpc": "2.0", "id": n, "method": "ping"} for n in range(3)]
-    assert (await node.post(batch)).status_code == 200
+    answered = await node.post(batch)
+    assert answered.status_code == 200
+    assert [reply["id"] for reply in answered.json()] == [0, 1, 2]
     limited = await node.post(batch)
     assert limited.status_code == 429
     assert int(limited.headers["retry-after"]) >= 1
-    assert (await node.post(batch[:1])).status_code == 429  # until the whole batch fits
+    single = await node.post(batch[:1])  # refused until the whole batch fits
+    assert (single.status_code, single.json()["error"]) == (429, "rate_limited")

@@ -31,7 +31,7 @@ async def test_a_valid_file_is_applied_and_fixed_settings_keep_running(
         )
     )
     with capture_logs() as logs:
-        assert Reloader(running, path).reload()
+        assert Reloader(path, lambda: running.config, running.apply_config).reload()
     assert running.config.max_response_bytes == 5000
     assert running.config.public_url == "https://node-a.test"
     assert running.buckets.capacity == 2
@@ -52,10 +52,26 @@ async def test_a_bad_file_keeps_the_running_configuration(
     running = node.app.state.node
     before = running.config
     with capture_logs() as logs:
-        assert not Reloader(running, path).reload()
+        assert not Reloader(path, lambda: running.config, running.apply_config).reload()
     assert running.config is before
     rejected = next(line for line in logs if line["event"] == "config_reload_rejected")
     assert rejected["problems"] == ["max_response_bytes must be at least 4096"]
+
+
+@pytest.mark.asyncio
+async def test_a_reloaded_staleness_reaches_the_verifier_and_a_fixed_poll_keeps_running(
+    start_node: NodeFactory, tmp_path: Path
+) -> None:
+    node = await start_node()
+    path = tmp_path / "node.yaml"
+    path.write_text(yaml_of(node.config, max_stale="5m", revocation_poll="1s"))
+    running = node.app.state.node
+    poll = running.config.durations.revocation_poll
+    assert Reloader(path, lambda: running.config, running.apply_config).reload()
+    assert running.verifier.max_stale == 300
+    assert running.config.durations.max_stale == 300
+    assert running.config.revocation_poll == node.config.revocation_poll
+    assert running.config.durations.revocation_poll == poll != 1
 
 
 def test_the_stamp_changes_when_a_file_is_replaced(tmp_path: Path) -> None:

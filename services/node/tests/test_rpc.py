@@ -13,6 +13,7 @@ from vault_node.testing import Harness, NodeFactory
 
 pytestmark = pytest.mark.asyncio
 
+PONG = {"jsonrpc": "2.0", "id": 1, "result": {}}
 INIT = {
     "protocolVersion": "2025-06-18",
     "capabilities": {},
@@ -96,6 +97,7 @@ async def test_unknown_notifications_and_client_responses_are_accepted_silently(
     ):
         response = await node.post(message)
         assert response.status_code == 202, message
+        assert response.content == b"", message
 
 
 async def test_a_batch_is_answered_in_order_without_notifications(node: Harness) -> None:
@@ -210,17 +212,20 @@ async def test_a_streamed_body_over_the_limit_is_refused_without_a_length(node: 
         headers={"Authorization": f"Bearer {node.default_token}"},
     )
     assert response.status_code == 413
+    assert response.json()["error"] == "payload_too_large"
 
 
 async def test_a_missing_protocol_version_header_means_2025_06_18(node: Harness) -> None:
     response = await node.post(request("ping"))
     assert response.status_code == 200
+    assert response.json() == PONG
 
 
 @pytest.mark.parametrize("announced", ["2025-06-18", "2025-11-25"])
 async def test_a_supported_protocol_version_header_is_served(node: Harness, announced: str) -> None:
     response = await node.post(request("ping"), headers={"MCP-Protocol-Version": announced})
     assert response.status_code == 200
+    assert response.json() == PONG
 
 
 @pytest.mark.parametrize("announced", ["2026-07-28", "2024-11-05", "2025-03-26", "banana"])
@@ -238,6 +243,7 @@ async def test_an_unsupported_protocol_version_header_is_400_without_32022(
 async def test_any_origin_passes_when_no_allow_list_is_set(node: Harness) -> None:
     response = await node.post(request("ping"), headers={"Origin": "https://evil.example"})
     assert response.status_code == 200
+    assert response.json() == PONG
 
 
 @pytest.mark.parametrize(
@@ -264,6 +270,7 @@ async def test_an_allow_list_with_a_star_allows_every_origin(start_node: NodeFac
     node = await start_node(allowed_origins="*")
     response = await node.post(request("ping"), headers={"Origin": "https://any.example"})
     assert response.status_code == 200
+    assert response.json() == PONG
 
 
 async def test_the_origin_is_checked_before_the_token(start_node: NodeFactory) -> None:
@@ -272,6 +279,7 @@ async def test_the_origin_is_checked_before_the_token(start_node: NodeFactory) -
         request("ping"), token="garbage", headers={"Origin": "https://evil.example"}
     )
     assert response.status_code == 403
+    assert response.json()["error"] == "forbidden_origin"  # not the token's invalid_token
 
 
 async def test_instructions_name_the_vaults_and_carry_their_conventions(

@@ -14,10 +14,10 @@ import jsonschema
 import pytest
 from structlog.testing import capture_logs
 
-from vault_node import tools
 from vault_node.errors import ERROR_CODES
+from vault_node.registry import REGISTRY, TOOLS, describe
 from vault_node.testing import Harness, NodeFactory, mint
-from vault_node.tools import REGISTRY, TOOLS, describe
+from vault_node.tools.base import Tool
 
 SPEC_TOOLS = {
     "vault_list",
@@ -63,7 +63,7 @@ def test_the_registry_holds_the_34_tools_of_the_spec_and_attachment_read() -> No
 
 
 @pytest.mark.parametrize("tool", TOOLS, ids=lambda t: t.name)
-def test_every_tool_is_fully_declared(tool: tools.Tool) -> None:
+def test_every_tool_is_fully_declared(tool: Tool) -> None:
     listed = describe(tool)
     assert re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", listed["name"])
     assert len(listed["description"]) >= 80

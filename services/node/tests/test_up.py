@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 import pytest
@@ -24,6 +25,8 @@ import pytest
 from center.oauth import testing as o
 from vault_node.testing import free_port
 from vault_node.up import INSPECTOR
+
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 
 pytestmark = pytest.mark.slow
 
@@ -192,7 +195,8 @@ def test_the_printed_url_and_token_work_for_an_mcp_client(running: Up) -> None:
 
 def test_the_printed_sign_in_works_for_an_oauth_client(running: Up) -> None:
     """What an MCP client that adds the URL alone does: discover the center from the node,
-    register, sign in on the login page as the printed member, get a token, call a tool."""
+    register, sign in on the login page as the printed member and allow the client on the
+    consent page, get a token, call a tool."""
     url = re.search(r"MCP URL:\s+(\S+)", running.output)
     sign_in = re.search(r"OAuth sign-in: member (\S+), password in (\S+)", running.output)
     assert url
@@ -213,7 +217,10 @@ def test_the_printed_sign_in_works_for_an_oauth_client(running: Up) -> None:
             form.action,
             data={"username": sign_in[1], "password": password, "csrf": form.csrf},
         )
-        code = o.redirect_params(posted)["code"]
+        asked = o.consent_form(posted)  # the consent page: allow what it offers
+        assert asked is not None, posted.text
+        allowed = http.post(asked.action, content=urlencode(asked.fields()), headers=FORM)
+        code = o.redirect_params(allowed)["code"]
         body = {
             "grant_type": "authorization_code",
             "client_id": client_id,

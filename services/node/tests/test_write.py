@@ -415,3 +415,25 @@ async def test_a_planted_bomb_is_refused_by_frontmatter_edits_and_templates(
     # The body can still be edited: the block stays as it was, unreadable but harmless.
     await node.ok("note_edit", {"path": "wiki/bomb", "old_string": "# Bomb", "new_string": "# B"})
     assert text_of(node, "wiki/bomb.md") == BOMB + "# B\n"
+
+
+async def test_a_write_history_could_not_record_says_so_in_warnings(node: Harness) -> None:
+    """The note is on disk either way; the caller is told what did not follow it."""
+    branch = node.data / "default" / ".git" / "refs" / "heads" / "main"
+    lock = branch.with_suffix(".lock")
+    lock.touch()  # another git process holds the branch: this write's commit cannot move it
+    try:
+        made = await node.ok("note_create", {"path": "wiki/locked", "content": "Kept.\n"})
+        edited = await node.ok(
+            "note_edit", {"path": "wiki/locked", "old_string": "Kept.", "new_string": "Still."}
+        )
+    finally:
+        lock.unlink()
+    assert text_of(node, "wiki/locked.md").endswith("Still.\n")
+    for result in (made, edited):
+        (warning,) = result["warnings"]
+        assert warning.startswith("written, but not recorded in history")
+        assert "vault_recover" in warning
+    moved = await node.ok("note_move", {"path": "wiki/locked", "to": "wiki/unlocked"})
+    assert "warnings" not in moved
+    assert last_commit(node) == "note_move: wiki/locked.md -> wiki/unlocked.md"

@@ -10,16 +10,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import json
-import logging
 import socket
-import sys
 import time
-from collections.abc import AsyncIterator, MutableMapping
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
-import orjson
 import structlog
 import uvicorn
 from fastapi import FastAPI, Request
@@ -30,18 +25,24 @@ from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 
 from tickets import Verifier
-from vault_core import Identity, Library, Settings, embedding
+from vault_core import Identity, Library, Settings, embedding, trash
 from vault_core.vault import rfc3339
 from vault_node import auth, feed, metrics, rpc
 from vault_node.config import NodeConfig
-from vault_node.heartbeat import Heartbeat, Placements, PlacingLibrary
+from vault_node.heartbeat import Heartbeat
 from vault_node.metrics import Metrics
+from vault_node.placement import Placements, PlacingLibrary
 from vault_node.ratelimit import Buckets
 from vault_node.reload import Reloader
 
 log = structlog.get_logger("vault_node")
 
 TRASH_PURGE_INTERVAL = 3600.0
+START_WAIT = 10.0
+"""Seconds the node waits at start for its vaults to open before it listens anyway: a
+vault of thousands of notes is ready within it; one still opening then (a first index of
+100,000 notes takes a minute or more) goes on in the background, listed by vault_list and
+answered with a `timeout` error that says to retry, while the other vaults serve."""
 
 
 class Node:
@@ -62,13 +63,44 @@ class Node:
         self.placements = Placements()
         self.heartbeat: Heartbeat | None = None
         self.buckets = Buckets(config.rate_limit)
-        self.metrics = Metrics(self) if config.metrics else None
+        self.metrics = self._new_metrics() if config.metrics else None
         self._library = library
         self._owns_library = library is None
         self.started = dt.datetime.now(dt.UTC)
         self._clock = time.monotonic()
         self._jobs: list[asyncio.Task[None]] = []
-        self.reloader = Reloader(self, config_path) if config_path is not None else None
+        self.reloader: Reloader | None = None
+        if config_path is not None:
+            self.reloader = Reloader(config_path, lambda: self.config, self.apply_config)
+
+    def _new_metrics(self) -> Metrics:
+        return Metrics(
+            version=rpc.VERSION,
+            commit=lambda: self.config.commit or "unknown",
+            library=lambda: self.library,
+            revocation=self.verifier.revocation,
+            feed=self.feed,
+            heartbeat=lambda: self.heartbeat,
+        )
+
+    def _new_heartbeat(self) -> Heartbeat:
+        return Heartbeat(
+            self.config.center_url,
+            config=lambda: self.config,
+            revocation=self.verifier.revocation,
+            vaults=self.library.names,
+            placements=self.placements,
+            poll=self.feed.poll_once if self.feed is not None else None,
+        )
+
+    def apply_config(self, fresh: NodeConfig) -> None:
+        """Swap in a reloaded config: the rate limit's buckets when it changed, the
+        verifier's staleness settings, then the config every request reads."""
+        if fresh.rate_limit != self.config.rate_limit:
+            self.buckets = Buckets(fresh.rate_limit)
+        self.verifier.max_stale = fresh.durations.max_stale
+        self.verifier.read_when_stale = fresh.read_when_stale
+        self.config = fresh
 
     @property
     def library(self) -> Library:
@@ -85,9 +117,12 @@ class Node:
             watch=config.watch,
             embedder=embedding.shared(config.embedding),
         )
-        return PlacingLibrary(
+        library = PlacingLibrary(
             config.data_dir, settings, config.default_vault, placements=self.placements
-        ).open_all()
+        ).open_all(background=True)
+        if still := library.settle(START_WAIT):
+            log.warning("vaults_opening", vaults=still, detail="they serve once opened")
+        return library
 
     async def start(self) -> None:
         if self._library is None:
@@ -102,7 +137,7 @@ class Node:
                 )
             self._jobs.append(asyncio.create_task(self.feed.run()))
         if self.config.heartbeat:
-            self.heartbeat = Heartbeat(self, self.placements)
+            self.heartbeat = self._new_heartbeat()
             self._jobs.append(asyncio.create_task(self.heartbeat.run()))
         self._jobs.append(asyncio.create_task(self._purge_trash_forever()))
         if self.reloader is not None:
@@ -132,16 +167,14 @@ class Node:
             await asyncio.sleep(TRASH_PURGE_INTERVAL)
 
     def purge_trash(self, now: float | None = None) -> int:
-        """Delete trash copies older than `trash_retention`; returns how many went."""
-        cutoff = (time.time() if now is None else now) - self.config.seconds("trash_retention")
-        removed = 0
-        for name in self.library.names():
-            trash = self.library.get(name).vault.state_dir / "trash"
-            for copy in trash.glob("*") if trash.is_dir() else ():
-                with contextlib.suppress(OSError):
-                    if copy.is_file() and copy.stat().st_mtime < cutoff:
-                        copy.unlink()
-                        removed += 1
+        """Delete trash copies older than `trash_retention` in every vault; how many went."""
+        cutoff = (time.time() if now is None else now) - self.config.durations.trash_retention
+        library = self.library
+        removed = sum(
+            trash.purge(opened.vault.state_dir, cutoff)
+            for name in library.names()
+            if (opened := library.ready(name)) is not None
+        )
         if removed:
             log.info("trash_purged", files=removed)
             if self.metrics is not None:
@@ -157,6 +190,7 @@ class Node:
             "version": rpc.VERSION,
             "commit": self.config.commit or "unknown",
             "vaults": len(self.library.names()),
+            "vaults_opening": len(self.library.opening()),  # a count: /healthz is public
             "started": rfc3339(self.started),
             "uptime_seconds": int(time.monotonic() - self._clock),
             "protocol_versions": list(rpc.SUPPORTED_VERSIONS),
@@ -207,10 +241,11 @@ def create_app(
     )
     app.include_router(rpc.router)
     app.include_router(auth.metadata_router(config))
-    if config.metrics:
-        app.add_middleware(metrics.CountRequests, node=node)
+    if node.metrics is not None:
+        app.add_middleware(metrics.CountRequests, metrics=node.metrics, path=config.metrics_path)
         if not config.metrics_listen:
-            app.router.add_route(config.metrics_path, metrics.endpoint, include_in_schema=False)
+            scrape = metrics.endpoint(node.metrics, lambda: node.config)
+            app.router.add_route(config.metrics_path, scrape, include_in_schema=False)
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz(request: Request) -> JSONResponse:
@@ -225,11 +260,9 @@ def create_metrics_app(node: Node) -> Starlette:
     async def healthz(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
 
-    app = Starlette(
-        routes=[Route(node.config.metrics_path, metrics.endpoint), Route("/healthz", healthz)]
-    )
-    app.state.node = node
-    return app
+    assert node.metrics is not None, "metrics are off"
+    scrape = metrics.endpoint(node.metrics, lambda: node.config)
+    return Starlette(routes=[Route(node.config.metrics_path, scrape), Route("/healthz", healthz)])
 
 
 async def serve_all(
@@ -254,38 +287,3 @@ async def serve_all(
     if side is not None and side_task is not None:
         side.should_exit = True
         await side_task
-
-
-def configure_logging(level: str = "info") -> None:
-    """One JSON object per line on stdout: `ts` (ms, UTC), `level`, `event`, fields."""
-    levels = {
-        "debug": logging.DEBUG,
-        "info": logging.INFO,
-        "warn": logging.WARNING,
-        "error": logging.ERROR,
-    }
-    structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            _timestamp,
-            structlog.processors.JSONRenderer(serializer=_dumps),
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(levels.get(level, logging.INFO)),
-        logger_factory=structlog.PrintLoggerFactory(sys.stdout),
-        cache_logger_on_first_use=False,  # tests reconfigure; caching would pin old sinks
-    )
-
-
-def _timestamp(_: object, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
-    """`ts` as RFC 3339 UTC with milliseconds, e.g. 2026-11-30T09:15:24.123Z."""
-    now = dt.datetime.now(dt.UTC)
-    event["ts"] = now.isoformat(timespec="milliseconds").removesuffix("+00:00") + "Z"
-    return event
-
-
-def _dumps(event: Any, **_: Any) -> str:
-    """The log line; orjson costs a tenth of the standard encoder, on every tool call."""
-    try:
-        return orjson.dumps(event, default=repr).decode("utf-8")
-    except (orjson.JSONEncodeError, TypeError):  # a lone surrogate a client sent
-        return json.dumps(event, default=repr)

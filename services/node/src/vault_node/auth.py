@@ -13,13 +13,13 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from tickets import Ticket, TokenError, Verifier
+from tickets import PERMISSIONS, Ticket, TokenError, Verifier
 from vault_node.config import NodeConfig
 from vault_node.errors import SERVER_ERROR as FORBIDDEN_RPC_CODE
+from vault_node.errors import AuthFailure
 from vault_node.feed import KeySource
 
 __all__ = [
-    "AuthFailure",
     "KeySource",  # `secondbrain validate` loads the keys through it
     "authenticate",
     "bearer",
@@ -27,14 +27,6 @@ __all__ = [
     "metadata_router",
     "unauthorized",
 ]
-
-
-class AuthFailure(Exception):  # noqa: N818 — a signal for the boundary, not an error report
-    """The request carries no acceptable token; `reason` is logged, never shown."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 def bearer(request: Request) -> str:
@@ -106,7 +98,7 @@ def metadata_router(config: NodeConfig) -> APIRouter:
         "resource": config.resource,
         "authorization_servers": [config.issuer],
         "bearer_methods_supported": ["header"],
-        "scopes_supported": ["read", "write", "delete", "manage"],
+        "scopes_supported": list(PERMISSIONS),  # the center advertises the same
         "resource_name": "secondbrain vault node",
     }
 

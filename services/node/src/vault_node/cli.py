@@ -12,7 +12,6 @@ import json
 import os
 import socket
 import sys
-from dataclasses import dataclass, field
 from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import Annotated, Any
@@ -25,15 +24,16 @@ from rich.progress import Progress
 from rich.table import Table
 
 from vault_core import layouts, paths
-from vault_core.errors import NOTE_LIMIT, VaultError
+from vault_core.check import Report, check_vault
+from vault_core.errors import VaultError
 from vault_core.index import Index
-from vault_core.note import parse as parse_note
-from vault_core.vault import Vault, read_limited
-from vault_node.app import configure_logging, create_app, create_metrics_app, serve_all
+from vault_core.vault import Vault
+from vault_node.app import create_app, create_metrics_app, serve_all
 from vault_node.auth import KeySource
 from vault_node.config import DEFAULT_CONFIG, load_config
 from vault_node.errors import ConfigError, ListenError
 from vault_node.lock import NODE_LOCK, DataDirBusyError, exclusive
+from vault_node.log import configure_logging
 from vault_node.up import UpError, UpOptions
 from vault_node.up import run as run_up
 
@@ -71,51 +71,6 @@ ConfigPath = Annotated[
         "/etc/secondbrain/config.yaml is read if it exists.",
     ),
 ]
-
-
-@dataclass
-class Report:
-    """What `vault check` found: counts and the notes that need a person's attention."""
-
-    vault: str
-    notes: int = 0
-    attachments: int = 0
-    links: int = 0
-    tags: set[str] = field(default_factory=set)
-    problems: list[dict[str, str]] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "vault": self.vault,
-            "notes": self.notes,
-            "attachments": self.attachments,
-            "links": self.links,
-            "tags": len(self.tags),
-            "problems": self.problems,
-        }
-
-
-def check_vault(vault: Vault) -> Report:
-    """Parse every note; report invalid frontmatter, non-UTF-8 and oversized files."""
-    report = Report(vault.name)
-    for entry in vault.walk():
-        if not entry.rel.lower().endswith(".md"):
-            report.attachments += 1
-            continue
-        report.notes += 1
-        try:
-            data, mtime = read_limited(paths.Resolved(entry.rel, entry.abs), NOTE_LIMIT)
-            note = parse_note(entry.rel, data, mtime)
-        except VaultError as exc:
-            report.problems.append({"path": entry.rel, "code": exc.code, "problem": exc.message})
-            continue
-        report.links += len(note.links)
-        report.tags.update(note.tags)
-        if note.frontmatter_error:
-            report.problems.append(
-                {"path": entry.rel, "code": "invalid_argument", "problem": note.frontmatter_error}
-            )
-    return report
 
 
 @app.command()
@@ -232,7 +187,7 @@ def healthcheck(
     """Exit 0 if URL answers 200 with status ok, else 1: a container HEALTHCHECK that
     needs no shell and no curl in the image."""
     problem = _unhealthy(url)
-    print("healthy" if problem is None else f"unhealthy: {problem}")
+    print("healthy" if problem is None else f"unhealthy: {url}: {problem}")
     raise typer.Exit(0 if problem is None else 1)
 
 
@@ -240,7 +195,7 @@ def _unhealthy(url: str) -> str | None:
     try:
         answer = httpx.get(url, timeout=5.0)
         body = answer.json() if answer.status_code == 200 else None
-    except (httpx.HTTPError, ValueError) as exc:
+    except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:
         return type(exc).__name__
     if answer.status_code != 200:
         return f"HTTP {answer.status_code}"
@@ -301,8 +256,7 @@ def reindex(
 
 def _reindex(root: Path, name: str, *, full: bool) -> None:
     if full:
-        for suffix in ("", "-wal", "-shm"):
-            (root / ".secondbrain" / f"index.db{suffix}").unlink(missing_ok=True)
+        Index.remove(root)
     index = Index.open(root, name)
     try:
         with Progress(console=console, transient=True) as bar:
@@ -353,8 +307,9 @@ def main() -> None:
         sys.exit(2)
     except DataDirBusyError as exc:
         # plain, on stderr: one line whatever the terminal width
-        print(f"error: {exc}; stop it first, or give this one a data_dir of its own",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"error: {exc}; stop it first, or give this one a data_dir of its own", file=sys.stderr
+        )
         sys.exit(2)
     except Exception as exc:  # noqa: BLE001 — CLI main is a boundary: one line, no traceback
         console.print(f"[red]error:[/] {type(exc).__name__}: {exc}", highlight=False)

@@ -12,7 +12,7 @@ from typing import Any
 
 from vault_node.errors import INVALID_PARAMS, InsufficientPermissionError, ProtocolError
 from vault_node.prompts import PROMPTS
-from vault_node.resources import TEMPLATES, opened, run, visible_vaults
+from vault_node.resources import TEMPLATES, in_reach, opened, run, visible_vaults
 from vault_node.tools.base import Context
 
 MAX_VALUES = 100  # the most the MCP spec lets one answer hold
@@ -85,7 +85,7 @@ async def _template_values(
         return []
 
     def paths() -> list[str]:
-        with open_vault.index.querying() as conn:
+        with in_reach(ctx, open_vault.name), open_vault.index.querying() as conn:
             rows = conn.execute(
                 "SELECT path FROM notes WHERE path >= ? AND path < ? ORDER BY path LIMIT ?",
                 (typed, typed + "\U0010ffff", MAX_VALUES + 1),

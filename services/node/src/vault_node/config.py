@@ -6,15 +6,17 @@ one line per problem. Secrets may be given as `env:NAME` or `file:/path`.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Self
 from urllib.parse import urlsplit
 
 import yaml
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from vault_core.paths import VAULT_NAME
@@ -37,6 +39,20 @@ def parse_duration(text: str) -> float:
     if not value or _DURATION.sub("", value):
         raise ValueError(f"{text!r} is not a duration like 30s, 10m or 12h")
     return sum(float(n) * _UNITS[unit] for n, unit in _DURATION.findall(value))
+
+
+@dataclasses.dataclass(frozen=True)
+class Durations:
+    """The duration settings in seconds, parsed once when the config is validated."""
+
+    tool_timeout: float
+    revocation_poll: float
+    max_stale: float
+    heartbeat_interval: float
+    trash_retention: float
+
+
+DURATIONS = tuple(field.name for field in dataclasses.fields(Durations))
 
 
 def resolve_secret(value: str) -> str:
@@ -98,6 +114,7 @@ class NodeConfig(BaseSettings):
     metrics_path: str = "/metrics"
     metrics_key: str = ""
     metrics_listen: str = ""
+    _durations: Durations | None = PrivateAttr(default=None)
 
     @classmethod
     def settings_customise_sources(
@@ -142,6 +159,7 @@ class NodeConfig(BaseSettings):
     @model_validator(mode="after")
     def _check(self) -> NodeConfig:
         problems = [*self._url_problems(), *self._value_problems(), *self._key_problems()]
+        problems += self._duration_problems()
         problems += self._heartbeat_problems()
         if self.metrics:
             problems += self._metrics_problems()
@@ -182,14 +200,21 @@ class NodeConfig(BaseSettings):
             found.append(problem)
         if self.state_dir is not None and not self.state_dir.is_absolute():
             found.append(f"state_dir {str(self.state_dir)!r} must be an absolute path")
-        for name in (
-            "revocation_poll", "max_stale", "trash_retention", "heartbeat_interval", "tool_timeout",
-        ):  # fmt: skip
+        return found
+
+    def _duration_problems(self) -> list[str]:
+        """Each duration must parse and be positive; when all are, `durations` holds them."""
+        found, seconds = [], {}
+        for name in DURATIONS:
             try:
-                if parse_duration(getattr(self, name)) <= 0:
-                    found.append(f"{name} must be positive")
+                seconds[name] = parse_duration(getattr(self, name))
             except ValueError as exc:
                 found.append(f"{name}: {exc}")
+                continue
+            if seconds[name] <= 0:
+                found.append(f"{name} must be positive")
+        if not found:
+            self._durations = Durations(**seconds)
         return found
 
     def _key_problems(self) -> list[str]:
@@ -268,8 +293,20 @@ class NodeConfig(BaseSettings):
     def metadata_url(self) -> str:
         return f"{self.public_url}/.well-known/oauth-protected-resource"
 
-    def seconds(self, name: str) -> float:
-        return parse_duration(getattr(self, name))
+    @property
+    def durations(self) -> Durations:
+        """The duration settings in seconds (`durations.max_stale`), parsed at load."""
+        assert self._durations is not None, "a validated config has its durations"
+        return self._durations
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy whose `durations` follow the durations `update` may set (a reload keeps
+        `revocation_poll` at its running value this way)."""
+        copied = super().model_copy(update=update, deep=deep)
+        copied._durations = Durations(
+            **{name: parse_duration(getattr(copied, name)) for name in DURATIONS}
+        )
+        return copied
 
     def host_port(self, listen: str | None = None) -> tuple[str, int]:
         host, _, port = (listen or self.listen).rpartition(":")

@@ -50,6 +50,14 @@ INVALID_PARAMS = -32602
 SERVER_ERROR = -32001  # implementation-defined: a permission failure (the 403 body, a batch's)
 
 
+class AuthFailure(Exception):  # noqa: N818 — a signal for the boundary, not an error report
+    """The request carries no acceptable token; `reason` is logged, never shown."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 class NodeError(Exception):
     """Base of the node's own failures; `code` is from ERROR_CODES, `message` is for people."""
 

@@ -1,94 +1,68 @@
-"""The node's heartbeat to the center (DESIGN §5.9), and the vaults the center places here.
+"""The node's heartbeat to the center (DESIGN §5.9), which learns the vaults placed here.
 
 Every `heartbeat_interval` the node posts, with its own credential, the vaults it holds,
-the revocation seq it accepted and its audit checkpoint. The answer names vaults placed on
-this node that it does not hold yet; each is created (default layout) on the first call
-that names it. A failed beat is logged — never the credential — and retried at the next
-one; it never stops the node.
+the revocation seq it accepted and its audit checkpoint. The answer names the vaults placed
+on this node; `placement` creates one it does not hold yet on the first call that names it.
+A failed beat is logged — never the credential — and retried at the next one; it never
+stops the node.
 """
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import anyio
 import httpx
 import structlog
 from starlette.concurrency import run_in_threadpool
 
-from vault_core import Library, NotFoundError, OpenVault, VaultExistsError
+from tickets import RevocationState
 from vault_core.paths import VAULT_NAME
+from vault_node.config import NodeConfig
 from vault_node.feed import FETCH_TIMEOUT, reason_of
-
-if TYPE_CHECKING:
-    from vault_node.app import Node
+from vault_node.placement import Placements
 
 log = structlog.get_logger("vault_node")
 
 HEARTBEAT_PATH = "/v1/nodes/heartbeat"
-PLACED_LAYOUT = "wiki-raw"
-"""The layout of a vault the center placed here: the one a fresh data dir starts with."""
 MAX_VAULTS = 4096
 """The center takes at most this many vaults in one heartbeat, and so does the node."""
 
 
-class Placements:
-    """The vaults the center's last answer placed on this node (thread-safe)."""
-
-    def __init__(self) -> None:
-        self._names: frozenset[str] = frozenset()
-        self._lock = threading.Lock()
-
-    def replace(self, names: Iterable[str]) -> None:
-        with self._lock:
-            self._names = frozenset(names)
-
-    def __contains__(self, name: object) -> bool:
-        with self._lock:
-            return name in self._names
-
-
-class PlacingLibrary(Library):
-    """A Library that creates a vault the center placed here on the first call naming it."""
-
-    def __init__(self, *args: Any, placements: Placements, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.placements = placements
-
-    def get(self, name: str) -> OpenVault:
-        try:
-            return super().get(name)
-        except NotFoundError:
-            if name not in self.placements:
-                raise
-        try:
-            opened = self.create(name, PLACED_LAYOUT)
-        except VaultExistsError:  # another call created it a moment ago
-            return super().get(name)
-        log.info("placed_vault_created", vault=name, layout=PLACED_LAYOUT)
-        return opened
-
-
 class Heartbeat:
-    """Reports the node to the center and applies the answer. Reads the node's config at
-    every beat, so a reload may change the id, the credential or the interval."""
+    """Reports the node to the center and applies the answer. Reads `config()` at every
+    beat, so a reload may change the id, the credential or the interval.
 
-    def __init__(self, node: Node, placements: Placements) -> None:
-        self.node = node
+    `vaults` lists the vaults held, `revocation` is the verifier's live state, and `poll`
+    (the revocation feed's, if any) is called when the center holds a newer seq."""
+
+    def __init__(
+        self,
+        center_url: str,
+        *,
+        config: Callable[[], NodeConfig],
+        revocation: RevocationState,
+        vaults: Callable[[], list[str]],
+        placements: Placements,
+        poll: Callable[[], object] | None = None,
+    ) -> None:
+        self.url = f"{center_url}{HEARTBEAT_PATH}"
+        self.config = config
+        self.revocation = revocation
+        self.vaults = vaults
         self.placements = placements
-        self.url = f"{node.config.center_url}{HEARTBEAT_PATH}"
+        self.poll = poll
         self.sent = {"ok": 0, "failed": 0}
         self.last_ok: float | None = None
         self.checkpoint_ok: bool | None = None
 
     def body(self) -> dict[str, Any]:
         """What the center's `HeartbeatIn` takes: vaults, revocation seq, checkpoint."""
-        state = self.node.verifier.revocation
+        state = self.revocation
         checkpoint = state.checkpoint
-        names = self.node.library.names()
+        names = self.vaults()
         if len(names) > MAX_VAULTS:
             log.warning("heartbeat_vaults_cut", vaults=len(names), sent=MAX_VAULTS)
         return {
@@ -110,7 +84,7 @@ class Heartbeat:
         return ok
 
     def _beat(self) -> bool:
-        config = self.node.config
+        config = self.config()
         headers = {"Authorization": f"Bearer {config.node_credential}"}
         try:
             response = httpx.post(
@@ -139,14 +113,13 @@ class Heartbeat:
     def _apply(self, answer: dict[str, Any]) -> None:
         self.placements.replace(_placements(answer.get("placements")))
         self._note_checkpoint(answer.get("checkpoint_ok"))
-        seq, held = answer.get("revocation_seq"), self.node.verifier.revocation.seq
-        feed = self.node.feed
-        if feed is not None and type(seq) is int and (held is None or seq > held):
-            feed.poll_once()  # the center published revocations this node has not seen
+        seq, held = answer.get("revocation_seq"), self.revocation.seq
+        if self.poll is not None and type(seq) is int and (held is None or seq > held):
+            self.poll()  # the center published revocations this node has not seen
 
     def _note_checkpoint(self, verdict: object) -> None:
         if verdict is False and self.checkpoint_ok is not False:
-            checkpoint = self.node.verifier.revocation.checkpoint
+            checkpoint = self.revocation.checkpoint
             log.error(
                 "audit_checkpoint_unknown_to_center",
                 checkpoint_seq=checkpoint.seq if checkpoint else None,
@@ -164,7 +137,7 @@ class Heartbeat:
         """Beat now, then every `heartbeat_interval` (cancelled at shutdown)."""
         while True:
             await run_in_threadpool(self.beat_once)
-            await anyio.sleep(self.node.config.seconds("heartbeat_interval"))
+            await anyio.sleep(self.config().durations.heartbeat_interval)
 
 
 def _refused(response: httpx.Response) -> None:

@@ -56,7 +56,11 @@ def compose(ctx: Context) -> str:
         lines.append("Pass `vault` with every call: the default vault is not one of yours.")
     lines.append("Vaults you can use: " + (", ".join(visible) if visible else "none") + ".")
     for name in visible:
-        own = layouts.read_instructions(ctx.library.get(name).vault.root).strip()
+        opened = ctx.library.ready(name)
+        if opened is None:  # still being opened: its own instructions are not waited for
+            lines += ["", f"## Vault {name}", "", "Being opened (its first index); retry soon."]
+            continue
+        own = layouts.read_instructions(opened.vault.root).strip()
         if own:
             if len(own.encode("utf-8")) > VAULT_TEXT_LIMIT:
                 own = own.encode("utf-8")[:VAULT_TEXT_LIMIT].decode("utf-8", "ignore") + " …"

@@ -21,11 +21,14 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 from starlette.concurrency import run_in_threadpool
 
-from vault_core import VaultError, queries
+from tickets import RevocationState
+from vault_core import Library, VaultError, queries
 from vault_node.ratelimit import Buckets, retry_after
 
 if TYPE_CHECKING:
-    from vault_node.app import Node
+    from vault_node.config import NodeConfig
+    from vault_node.feed import RevocationFeed
+    from vault_node.heartbeat import Heartbeat
 
 log = structlog.get_logger("vault_node")
 
@@ -49,11 +52,24 @@ ASGIApp = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
 
 
 class Metrics:
-    """The node's own registry (never the global one: two apps in a process stay apart)."""
+    """The node's own registry (never the global one: two apps in a process stay apart).
 
-    def __init__(self, node: Node) -> None:
+    What a scrape reads besides the counters comes from the arguments, at scrape time:
+    `commit()` and `version` label the build, `library()` holds the vaults, `revocation`
+    is the verifier's live state, `feed` the revocation feed and `heartbeat()` the
+    heartbeat (None while there is none)."""
+
+    def __init__(
+        self,
+        *,
+        version: str,
+        commit: Callable[[], str],
+        library: Callable[[], Library],
+        revocation: RevocationState,
+        feed: RevocationFeed | None,
+        heartbeat: Callable[[], Heartbeat | None],
+    ) -> None:
         self.registry = CollectorRegistry()
-        self.node = node
         self.scrapes = Buckets(SCRAPES_PER_MINUTE)
         r = self.registry
         self.tool_calls = Counter(
@@ -86,7 +102,16 @@ class Metrics:
             "secondbrain_truncated_results", "Results cut at max_response_bytes.", registry=r
         )
         self.trash_purged = Counter("secondbrain_trash_purged", "Trash copies purged.", registry=r)
-        r.register(_NodeCollector(node))
+        r.register(
+            _NodeCollector(
+                version=version,
+                commit=commit,
+                library=library,
+                revocation=revocation,
+                feed=feed,
+                heartbeat=heartbeat,
+            )
+        )
 
     def tool(self, tool: str, outcome: str, seconds: float, size: int | None = None) -> None:
         self.tool_calls.labels(tool, outcome).inc()
@@ -106,16 +131,26 @@ class Metrics:
 class _NodeCollector(Collector):
     """Build info, uptime and per-vault figures, read when Prometheus scrapes."""
 
-    def __init__(self, node: Node) -> None:
-        self.node = node
+    def __init__(
+        self,
+        *,
+        version: str,
+        commit: Callable[[], str],
+        library: Callable[[], Library],
+        revocation: RevocationState,
+        feed: RevocationFeed | None,
+        heartbeat: Callable[[], Heartbeat | None],
+    ) -> None:
+        self.version, self.commit = version, commit
+        self.library, self.revocation = library, revocation
+        self.feed, self.heartbeat = feed, heartbeat
         self.started = time.monotonic()
 
     def collect(self) -> Iterator[Metric]:
         info = GaugeMetricFamily(
             "secondbrain_build_info", "Always 1; see the labels.", labels=["version", "commit"]
         )
-        health = self.node.health()
-        info.add_metric([str(health["version"]), str(health["commit"])], 1)
+        info.add_metric([self.version, self.commit()], 1)
         yield info
         yield GaugeMetricFamily(
             "secondbrain_uptime_seconds",
@@ -127,7 +162,7 @@ class _NodeCollector(Collector):
         yield from self._heartbeat()
 
     def _revocation(self) -> Iterator[Metric]:
-        state = self.node.verifier.revocation
+        state = self.revocation
         if (age := state.age()) is not None:
             yield GaugeMetricFamily(
                 "secondbrain_revocation_age_seconds",
@@ -150,7 +185,7 @@ class _NodeCollector(Collector):
             "1 once the center offered an older or different audit checkpoint (latched).",
             value=0 if state.checkpoint_alarm is None else 1,
         )
-        feed = self.node.feed
+        feed = self.feed
         if feed is None:
             return
         polls = CounterMetricFamily(
@@ -168,13 +203,14 @@ class _NodeCollector(Collector):
         )
 
     def _heartbeat(self) -> Iterator[Metric]:
-        beat = self.node.heartbeat
+        beat = self.heartbeat()
         if beat is None:
             return
         sent = CounterMetricFamily(
-            "secondbrain_heartbeats", "Heartbeats to the center by outcome (ok, failed).",
+            "secondbrain_heartbeats",
+            "Heartbeats to the center by outcome (ok, failed).",
             labels=["outcome"],
-        )  # fmt: skip
+        )
         for outcome, count in beat.sent.items():
             sent.add_metric([outcome], count)
         yield sent
@@ -190,10 +226,12 @@ class _NodeCollector(Collector):
             name: GaugeMetricFamily(f"secondbrain_vault_{name}", f"Vault {name}.", labels=["vault"])
             for name in VAULT_GAUGES
         }
-        library = self.node.library
+        library = self.library()
         for vault in library.names():
+            if (opened := library.ready(vault)) is None:
+                continue  # still being opened: its gauges appear once it is
             try:
-                stats = queries.stats(library.get(vault).index)
+                stats = queries.stats(opened.index)
             except (VaultError, OSError, ValueError):
                 continue  # one broken vault must not fail the whole scrape
             for name, family in families.items():
@@ -212,15 +250,16 @@ def path_label(path: str, metrics_path: str) -> str:
 
 
 class CountRequests:
-    """ASGI middleware counting requests on the main listener by fixed path and status."""
+    """ASGI middleware counting requests on the main listener by fixed path and status;
+    `path` is the route the scrapes take, counted as `metrics`."""
 
-    def __init__(self, app: ASGIApp, node: Node) -> None:
+    def __init__(self, app: ASGIApp, metrics: Metrics, path: str) -> None:
         self.app = app
-        self.node = node
+        self.metrics = metrics
+        self.path = path
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
-        metrics = self.node.metrics
-        if scope["type"] != "http" or metrics is None:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         status = [500]
@@ -233,28 +272,35 @@ class CountRequests:
         try:
             await self.app(scope, receive, counting_send)
         finally:
-            label = path_label(scope["path"], self.node.config.metrics_path)
-            metrics.http.labels(label, str(status[0])).inc()
+            label = path_label(scope["path"], self.path)
+            self.metrics.http.labels(label, str(status[0])).inc()
 
 
-async def endpoint(request: Request) -> Response:
-    """Spec §16.4, in order: switch (404), method (405), rate limit (429), key (401)."""
-    node: Node = request.app.state.node
-    config, metrics = node.config, node.metrics
-    if not config.metrics or metrics is None:
-        return Response(status_code=404)
-    if request.method not in ("GET", "HEAD"):
-        return Response(status_code=405, headers={"Allow": "GET, HEAD"})
-    client = request.client.host if request.client else "unknown"
-    if (wait := metrics.scrapes.take(client)) > 0:
-        return Response(status_code=429, headers={"Retry-After": retry_after(wait)})
-    if config.metrics_key and not _key_matches(request, config.metrics_key):
-        return Response(
-            status_code=401, headers={"WWW-Authenticate": 'Bearer realm="secondbrain metrics"'}
-        )
-    body = await run_in_threadpool(metrics.render)
-    headers = {"Cache-Control": "no-store", "Content-Type": CONTENT_TYPE}
-    return Response(b"" if request.method == "HEAD" else body, headers=headers)
+def endpoint(
+    metrics: Metrics, config: Callable[[], NodeConfig]
+) -> Callable[[Request], Awaitable[Response]]:
+    """The scrape route over `metrics`. `config()` is the config in force at each request:
+    a reload may switch metrics off or change the key, and the next scrape obeys it."""
+
+    async def scrape(request: Request) -> Response:
+        """Spec §16.4, in order: switch (404), method (405), rate limit (429), key (401)."""
+        running = config()
+        if not running.metrics:
+            return Response(status_code=404)
+        if request.method not in ("GET", "HEAD"):
+            return Response(status_code=405, headers={"Allow": "GET, HEAD"})
+        client = request.client.host if request.client else "unknown"
+        if (wait := metrics.scrapes.take(client)) > 0:
+            return Response(status_code=429, headers={"Retry-After": retry_after(wait)})
+        if running.metrics_key and not _key_matches(request, running.metrics_key):
+            return Response(
+                status_code=401, headers={"WWW-Authenticate": 'Bearer realm="secondbrain metrics"'}
+            )
+        body = await run_in_threadpool(metrics.render)
+        headers = {"Cache-Control": "no-store", "Content-Type": CONTENT_TYPE}
+        return Response(b"" if request.method == "HEAD" else body, headers=headers)
+
+    return scrape
 
 
 def _key_matches(request: Request, key: str) -> bool:

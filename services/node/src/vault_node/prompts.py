@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from vault_node import tools
+from vault_node import dispatch
 from vault_node.errors import INVALID_PARAMS, InsufficientPermissionError, ProtocolError
 from vault_node.resources import uri_of
 from vault_node.tools.base import Context, suggest
@@ -51,7 +51,7 @@ VAULT = Argument("vault", "Vault name (default: the node's default vault).")
 
 async def _tool(ctx: Context, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """One tool call's structured result; its error becomes the prompt's error."""
-    result = await tools.call_tool(ctx, name, {k: v for k, v in arguments.items() if v})
+    result = await dispatch.call_tool(ctx, name, {k: v for k, v in arguments.items() if v})
     if result["isError"]:
         code = result["_meta"]["secondbrain/error"]["code"]
         raise ProtocolError(INVALID_PARAMS, code, result["content"][0]["text"])

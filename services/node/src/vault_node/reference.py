@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tickets.scopes import needed
-from vault_node.tools import TOOLS, params_of
+from vault_node.registry import TOOLS, params_of
 from vault_node.tools.base import Param, Tool
 
 HEADER = "| tool | needs | hints | what it is for |\n| --- | --- | --- | --- |\n"
@@ -143,6 +143,7 @@ def tool_section(tool: Tool) -> str:
         "",
         f"- needs: {_needs(tool)}",
         f"- hints: {_annotations(tool)}",
+        f"- defined in: {_defined_in(tool)}",
         "",
         *_parameters(tool),
         "",
@@ -152,10 +153,21 @@ def tool_section(tool: Tool) -> str:
     return "\n".join(lines)
 
 
+def _defined_in(tool: Tool) -> str:
+    """A link from docs/reference/ to the module that declares the tool."""
+    return f"[{tool.defined_in}](../../services/node/src/vault_node/{tool.defined_in})"
+
+
 def tools_page() -> str:
-    """docs/reference/tools.md: an index, then one section per tool in registry order."""
+    """docs/reference/tools.md: an index table, then one section per tool in registry order."""
     index = [
-        f"- [`{tool.name}`](#{tool.name}) — {_first_sentence(tool.description)}" for tool in TOOLS
+        "| tool | needs | defined in | what it is for |",
+        "| --- | --- | --- | --- |",
+        *(
+            f"| [`{tool.name}`](#{tool.name}) | {_needs(tool)} | {_defined_in(tool)} | "
+            f"{_cell(_first_sentence(tool.description))} |"
+            for tool in TOOLS
+        ),
     ]
     sections = [tool_section(tool) for tool in TOOLS]
     return PAGE_INTRO + "\n".join(index) + "\n\n" + "\n".join(sections)

@@ -10,18 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import structlog
 from starlette.concurrency import run_in_threadpool
 
 from vault_node.config import NodeConfig, load_config
 from vault_node.errors import ConfigError
-from vault_node.ratelimit import Buckets
-
-if TYPE_CHECKING:
-    from vault_node.app import Node
 
 log = structlog.get_logger("vault_node")
 
@@ -56,38 +52,44 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
 
 
 class Reloader:
-    """Reloads the node's configuration from `path`."""
+    """Reloads the configuration from `path`: `running()` is the config in force, and
+    `apply` swaps a new one in (the node's `apply_config`)."""
 
-    def __init__(self, node: Node, path: Path) -> None:
-        self.node = node
+    def __init__(
+        self,
+        path: Path,
+        running: Callable[[], NodeConfig],
+        apply: Callable[[NodeConfig], None],
+    ) -> None:
         self.path = path
+        self.running = running
+        self.apply = apply
         self.seen = _stamp(path)
 
     def reload(self) -> bool:
         """Load, validate, swap; False (and the old config stays) when the file is bad."""
+        fresh = self.load()
+        if fresh is None:
+            return False
+        self.apply(fresh)
+        log.info("config_reloaded")
+        return True
+
+    def load(self) -> NodeConfig | None:
+        """The file's config with the fixed settings kept at their running values; None
+        (and the problems logged) when the file is bad."""
         self.seen = _stamp(self.path)
         try:
             fresh = load_config(self.path)
         except ConfigError as exc:
             # The problems are the report; a traceback would add nothing.
             log.error("config_reload_rejected", problems=exc.problems)  # noqa: TRY400
-            return False
-        running = self.node.config
+            return None
+        running = self.running()
         ignored = [name for name in FIXED if getattr(fresh, name) != getattr(running, name)]
         if ignored:
             log.warning("config_reload_partial", ignored=ignored)
-        applied = fresh.model_copy(update={name: getattr(running, name) for name in FIXED})
-        self.apply(running, applied)
-        log.info("config_reloaded")
-        return True
-
-    def apply(self, running: NodeConfig, fresh: NodeConfig) -> None:
-        node = self.node
-        if fresh.rate_limit != running.rate_limit:
-            node.buckets = Buckets(fresh.rate_limit)
-        node.verifier.max_stale = fresh.seconds("max_stale")
-        node.verifier.read_when_stale = fresh.read_when_stale
-        node.config = fresh
+        return fresh.model_copy(update={name: getattr(running, name) for name in FIXED})
 
     async def watch(self) -> None:
         """Reload whenever the file's stamp changes (cancelled at shutdown)."""

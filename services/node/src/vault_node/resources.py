@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import json
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -17,9 +18,10 @@ from urllib.parse import unquote, urlsplit
 
 import structlog
 
-from vault_core import NotFoundError, OpenVault, VaultError, deadline
+from vault_core import NotFoundError, OpenVault, VaultError, deadline, scope
+from vault_core.library import VaultOpeningError
+from vault_node.dispatch import WORKERS
 from vault_node.errors import INVALID_PARAMS, InsufficientPermissionError, ProtocolError
-from vault_node.tools import WORKERS
 from vault_node.tools.attachments import load, mime_of
 from vault_node.tools.base import Context
 from vault_node.tools.common import SCHEME, uri_of
@@ -58,9 +60,15 @@ def parse_uri(uri: str) -> tuple[str, str]:
 
 
 async def run(ctx: Context, work: Callable[..., T], *args: Any) -> T:
-    """Blocking work off the event loop, under the per-call deadline, like a tool handler."""
-    limit = deadline.Limit(ctx.config.seconds("tool_timeout"))
+    """Blocking work off the event loop, under the per-call deadline, like a tool handler.
+    The work applies the caller's path rules per vault it looks into (`in_reach`)."""
+    limit = deadline.Limit(ctx.config.durations.tool_timeout)
     return await asyncio.get_running_loop().run_in_executor(WORKERS, limit.run, work, *args)
+
+
+def in_reach(ctx: Context, vault: str) -> contextlib.AbstractContextManager[None]:
+    """The caller's path rules in `vault` over the block (vault_core.scope)."""
+    return scope.applied(ctx.ticket.reach(vault))
 
 
 def visible_vaults(ctx: Context) -> list[str]:
@@ -68,12 +76,9 @@ def visible_vaults(ctx: Context) -> list[str]:
 
 
 def opened(ctx: Context, vault: str) -> OpenVault | None:
-    if not ctx.ticket.allows_vault(vault):
-        return None
-    try:
-        return ctx.library.get(vault)
-    except NotFoundError:
-        return None
+    """The open vault, if the caller may use it; never waits on the event loop for one
+    still being opened (a tool call opens a vault folder that appeared since start)."""
+    return ctx.library.ready(vault) if ctx.ticket.allows_vault(vault) else None
 
 
 async def listing(ctx: Context, params: Any) -> dict[str, Any]:
@@ -96,7 +101,7 @@ def _page(ctx: Context, after: tuple[str, str]) -> list[dict[str, Any]]:
         if vault < after[0] or (open_vault := opened(ctx, vault)) is None:
             continue
         start = after[1] if vault == after[0] else ""
-        with open_vault.index.querying() as conn:
+        with in_reach(ctx, vault), open_vault.index.querying() as conn:
             rows = conn.execute(
                 "SELECT path, title, size, is_note FROM notes WHERE path > ? ORDER BY path LIMIT ?",
                 (start, PAGE - len(found)),
@@ -147,6 +152,8 @@ async def read(ctx: Context, params: Any) -> dict[str, Any]:
         raise InsufficientPermissionError({"read"}, ctx.ticket.permissions, tool="resources/read")
     vault, rel = parse_uri(uri)
     open_vault = opened(ctx, vault)
+    if open_vault is None and ctx.ticket.allows_vault(vault) and vault in ctx.library.opening():
+        raise ProtocolError(INVALID_PARAMS, "timeout", VaultOpeningError(vault).message)
     if open_vault is None:
         raise _unknown(uri)
     try:
@@ -160,6 +167,11 @@ async def read(ctx: Context, params: Any) -> dict[str, Any]:
 
 
 def _content(ctx: Context, open_vault: OpenVault, rel: str, uri: str) -> dict[str, Any]:
+    with in_reach(ctx, open_vault.name):
+        return _read_content(ctx, open_vault, rel, uri)
+
+
+def _read_content(ctx: Context, open_vault: OpenVault, rel: str, uri: str) -> dict[str, Any]:
     limit = ctx.config.max_response_bytes
     if rel.lower().endswith(".md"):
         note = open_vault.vault.read_note(rel)

@@ -19,8 +19,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from vault_node import completions, instructions, prompts, resources, tools
-from vault_node.auth import AuthFailure, authenticate, forbidden, unauthorized
+from vault_node import completions, dispatch, instructions, prompts, registry, resources
+from vault_node.auth import authenticate, forbidden, unauthorized
 from vault_node.config import NodeConfig
 from vault_node.errors import (
     INVALID_PARAMS,
@@ -28,6 +28,7 @@ from vault_node.errors import (
     METHOD_NOT_FOUND,
     PARSE_ERROR,
     SERVER_ERROR,
+    AuthFailure,
     InsufficientPermissionError,
     ProtocolError,
 )
@@ -284,7 +285,7 @@ async def answer(ctx: Context, message: Any, in_batch: bool) -> dict[str, Any] |
     if "id" not in message:
         return None  # a notification: never answered (spec §7.2)
     try:
-        result = await dispatch(ctx, message["method"], message.get("params") or {})
+        result = await run_method(ctx, message["method"], message.get("params") or {})
     except ProtocolError as exc:
         return rpc_error(ident, exc.rpc_code, exc.code, exc.message)
     except (InsufficientPermissionError, AuthFailure) as exc:
@@ -314,14 +315,14 @@ def _shape_problem(message: dict[str, Any]) -> str | None:
     return None
 
 
-async def dispatch(ctx: Context, method: str, params: Any) -> dict[str, Any]:
+async def run_method(ctx: Context, method: str, params: Any) -> dict[str, Any]:
     """Run one request method (spec §7.2)."""
     if method == "initialize":
         return initialize(ctx, params)
     if method == "ping":
         return {}
     if method == "tools/list":
-        return {"tools": tools.listing(ctx.ticket)}
+        return {"tools": registry.listing(ctx.ticket)}
     if method == "tools/call":
         if (
             not isinstance(params, dict)
@@ -333,7 +334,7 @@ async def dispatch(ctx: Context, method: str, params: Any) -> dict[str, Any]:
                 "invalid_params",
                 'tools/call needs params {"name": string, "arguments": object}',
             )
-        return await tools.call_tool(ctx, params["name"], params.get("arguments") or {})
+        return await dispatch.call_tool(ctx, params["name"], params.get("arguments") or {})
     if method == "resources/list":
         return await resources.listing(ctx, params)
     if method == "resources/read":

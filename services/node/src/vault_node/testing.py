@@ -193,15 +193,18 @@ def free_port() -> int:
 def wait_ready(
     base: str, process: subprocess.Popen[bytes], log: Path, deadline: float
 ) -> str | None:
-    """Poll `<base>/healthz` until it answers 200; the reason when it never does."""
+    """Poll `<base>/healthz` until it answers 200 with no vault still being opened (a node
+    listens after at most `app.START_WAIT` even when a vault takes longer, and a vault's
+    opening is where a crash's writes are committed); the reason when it never does."""
     until = time.monotonic() + deadline
     while time.monotonic() < until:
         if process.poll() is not None:
             return f"the node exited with {process.returncode}:\n{log.read_text()}"
         try:
-            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+            answer = httpx.get(f"{base}/healthz", timeout=2)
+            if answer.status_code == 200 and not answer.json().get("vaults_opening"):
                 return None
-        except httpx.TransportError:
+        except (httpx.TransportError, ValueError):
             pass
         time.sleep(0.1)
     return f"the node was not ready within {deadline} s:\n{log.read_text()}"

@@ -17,11 +17,10 @@ from typing import Any
 
 from PIL import Image
 
-from vault_core import ATTACHMENT_LIMIT, ATTACHMENT_TYPES, NotFoundError, Vault, pdftext
+from vault_core import ATTACHMENT_LIMIT, ATTACHMENT_TYPES, Vault, pdftext
 from vault_core import UnreadableAttachmentError as Unreadable
-from vault_node.tools.base import READS, Call, Tool, integer, text
+from vault_core.errors import PathNotFoundError
 from vault_node.tools.common import modified
-from vault_node.tools.shape import INT, STR, arr, obj, result_schema
 
 MIME = {
     ".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
@@ -59,9 +58,7 @@ def load(vault: Vault, raw: str) -> tuple[str, bytes, os.stat_result]:
     try:
         fd = os.open(target.abs, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError as exc:
-        raise NotFoundError(
-            f"no attachment at {target.rel}; call attachment_list to see the attachments"
-        ) from exc
+        raise PathNotFoundError(target.rel) from exc
     with os.fdopen(fd, "rb") as handle:
         found = os.fstat(handle.fileno())
         if not stat.S_ISREG(found.st_mode):
@@ -167,44 +164,3 @@ def _pdf(facts: dict[str, Any], rel: str, data: bytes, first: int, count: int) -
         facts["next_page"] = last + 1
         facts["hint"] = f"pages {first}-{last} of {found.page_count}; pass first_page={last + 1}"
     return Read(facts, pages=pages)
-
-
-def attachment_read(call: Call) -> dict[str, Any]:
-    args = call.args
-    budget = min(IMAGE_BYTES, call.context.config.max_response_bytes * 3 // 4 - 4096)
-    read = read_attachment(call.vault, args["path"], args["first_page"], args["pages"], budget)
-    if read.image is not None:
-        call.content.append(read.image)
-    return {**read.facts, "pages": read.pages} if read.facts["kind"] == "pdf" else read.facts
-
-
-TOOLS = [
-    Tool(
-        "attachment_read",
-        "Read an attachment",
-        "Look at an attachment: an image comes back as an image (downscaled), a PDF as its "
-        "text with page numbers, a text file (csv, json, …) as its text, audio as type, size "
-        "and date. Find paths with attachment_list; for notes use note_read.",
-        {
-            "path": text("Attachment path, e.g. attachments/diagram.png.", required=True),
-            "first_page": integer("PDF: first page to read (from 1).", 1, clamp=(1, 10**6)),
-            "pages": integer("PDF: how many pages (1-50).", 20, clamp=(1, 50)),
-        },
-        result_schema(
-            {"vault": STR, "path": STR, "kind": STR, "mime": STR, "bytes": INT, "modified": STR},
-            {
-                "width": INT,
-                "height": INT,
-                "shown": STR,
-                "page_count": INT,
-                "pages": arr(obj({"page": INT, "text": STR})),
-                "next_page": INT,
-                "text": STR,
-                "hint": STR,
-            },
-        ),
-        "read",
-        READS,
-        attachment_read,
-    ),
-]

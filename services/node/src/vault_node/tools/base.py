@@ -221,6 +221,10 @@ class Hints:
 
 
 READS = Hints(read_only=True, destructive=False, idempotent=True)
+CHANGE = Hints(read_only=False, destructive=True, idempotent=False)
+ADD = Hints(read_only=False, destructive=False, idempotent=False)
+SET = Hints(read_only=False, destructive=True, idempotent=True)
+TOGGLE = Hints(read_only=False, destructive=False, idempotent=True)
 
 
 @dataclass(frozen=True)
@@ -269,19 +273,58 @@ class Call:
 Handler = Callable[[Call], dict[str, Any]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Tool:
     """A tool declared once: name, copy for the model, schemas, hints, permission, handler."""
 
     name: str
     title: str
     description: str
-    params: Mapping[str, Param]
-    output: Mapping[str, Any]
     kind: ToolKind
     hints: Hints
+    params: Mapping[str, Param]
+    output: Mapping[str, Any]
     handler: Handler
     uses_vault: bool = True
     blind: tuple[str, ...] = ()
     """For an `add` tool: the members of its answer that follow from the call alone — all a
     caller who cannot read is told, so no answer of it depends on what the vault holds."""
+
+    @property
+    def defined_in(self) -> str:
+        """The module of its handler, as a path under the node's package (`tools/write.py`)."""
+        return self.handler.__module__.removeprefix("vault_node.").replace(".", "/") + ".py"
+
+
+def tool(
+    *,
+    title: str,
+    description: str,
+    kind: ToolKind,
+    hints: Hints,
+    params: Mapping[str, Param],
+    output: Mapping[str, Any],
+    name: str | None = None,
+    uses_vault: bool = True,
+    blind: tuple[str, ...] = (),
+) -> Callable[[Handler], Tool]:
+    """Declare the function below as a tool, named after it unless `name` says otherwise.
+
+    The declaration stands right above its handler, so a reader sees a tool's parameters,
+    permission and answer where its code is; `vault_node.registry` collects every one."""
+
+    def declare(handler: Handler) -> Tool:
+        return Tool(
+            name=name or handler.__name__,
+            title=title,
+            description=description,
+            kind=kind,
+            hints=hints,
+            params=params,
+            output=output,
+            handler=handler,
+            uses_vault=uses_vault,
+            blind=blind,
+        )
+
+    return declare

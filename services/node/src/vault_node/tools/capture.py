@@ -1,5 +1,5 @@
-"""Tools that capture quickly (spec §13.4): the daily note, the inbox, notes from templates,
-and reading a range of daily notes back.
+"""Tools that capture quickly (spec §13.4): the daily note, the inbox, notes from templates.
+(Reading a range of daily notes back, daily_range, is a read: `vault_node.tools.read`.)
 
 Captures never lose anything: the inbox picks a free name instead of failing, and a
 daily note is created on first use.
@@ -7,7 +7,6 @@ daily note is created on first use.
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 from vault_core import (
@@ -20,17 +19,37 @@ from vault_core import (
     sections,
     templates,
 )
+from vault_core.edit import WriteOp
 from vault_core.errors import HeadingNotFoundError
 from vault_core.frontmatter import Rfc3339, tag_values
+from vault_core.templates import clean_tags, new_note
 from vault_core.vault import rfc3339
-from vault_node import grammar
 from vault_node.errors import ArgumentError
-from vault_node.tools.base import READS, Call, Tool, flag, strings, text
-from vault_node.tools.common import read_if_exists, today
-from vault_node.tools.shape import BOOL, INT, STR, STRS, arr, obj, result_schema, write_schema
-from vault_node.tools.write import ADD, DRY, apply, clean_tags, new_note
+from vault_node.tools.base import ADD, Call, flag, strings, text, tool
+from vault_node.tools.common import DRY, read_if_exists, today
+from vault_node.tools.shape import BOOL, STR, STRS, result_schema, write_schema
 
 
+@tool(
+    title="Note from a template",
+    description=(
+        "Create a note from one of the vault's templates (templates/*.md), filling in "
+        "{{title}}, {{date}}, {{time}}, {{datetime}}, {{year}}, {{month}}, {{day}} and "
+        "{{slug}}. Call it without `template` to list the templates."
+    ),
+    kind="write",
+    hints=ADD,
+    params={
+        "template": text("Template name, e.g. meeting (omit to list the templates)."),
+        "path": text("Where to write (default inbox/YYYY-MM-DD-<slug>.md)."),
+        "title": text("Title (default: the template name)."),
+        "tags": strings("Tags to add to the template's own."),
+        "dry_run": flag(DRY, False),
+    },
+    output=result_schema(
+        {"vault": STR}, {**write_schema()["properties"], "templates": STRS, "template": STR}
+    ),
+)
 def note_from_template(call: Call) -> dict[str, Any]:
     args = call.args
     if not args["template"]:
@@ -50,14 +69,15 @@ def note_from_template(call: Call) -> dict[str, Any]:
             lambda fm: fm.set("tags", list(dict.fromkeys([*tag_values(fm.get("tags")), *extra]))),
         )
     target = args["path"] or templates.default_template_target(title, now)
-    result = apply(
-        call,
+    op = WriteOp(
         target,
         lambda current, exists: rendered,
-        tool="note_from_template",
         dry_run=args["dry_run"],
-        taken="pass another path",
+        commit_as="note_from_template",
+        only_new=True,
+        exists_hint="pass another path",
     )
+    result = edit.apply(call.vault, op, call.actor)
     return {**result.response(), "template": source}
 
 
@@ -72,6 +92,33 @@ def _templates(vault: Vault) -> dict[str, Any]:
     return {"vault": vault.name, "templates": names}
 
 
+@tool(
+    title="Daily note",
+    description=(
+        "Today's (or a given day's) journal note at journal/YYYY/YYYY-MM-DD.md. Without "
+        "`append` it returns the note (creating it if missing); with `append` it adds the "
+        "text under a heading (default: the current time HH:MM). The place for a log of "
+        "what happened; for loose ideas use inbox_capture."
+    ),
+    kind="add",
+    hints=ADD,
+    params={
+        "date": text("The day as YYYY-MM-DD (default today)."),
+        "append": text(
+            "Markdown to add; omit to read the note (needs read).",
+            trim=False,
+        ),
+        "heading": text(
+            "Heading to add under (default: the time, HH:MM); an existing one is extended."
+        ),
+        "dry_run": flag(DRY, False),
+    },
+    output=result_schema(
+        {"vault": STR, "path": STR, "date": STR},
+        {**write_schema()["properties"], "content": STR, "existed": BOOL},
+    ),
+    blind=("vault", "path", "date", "created", "existed", "dry_run", "warnings"),
+)
 def daily_note(call: Call) -> dict[str, Any]:
     args = call.args
     day = templates.parse_day(args["date"]) if args["date"] else today(call.vault)
@@ -100,7 +147,8 @@ def daily_note(call: Call) -> dict[str, Any]:
         split = frontmatter.split(current)
         return split.block + _append_under(split.body, heading, args["append"], rel)
 
-    result = apply(call, rel, transform, tool="daily_note", dry_run=args["dry_run"])
+    op = WriteOp(rel, transform, dry_run=args["dry_run"], commit_as="daily_note")
+    result = edit.apply(call.vault, op, call.actor)
     return {**result.response(), "date": day.isoformat(), "existed": not result.created}
 
 
@@ -115,6 +163,24 @@ def _append_under(body: str, heading: str, addition: str, rel: str) -> str:
     )
 
 
+@tool(
+    title="Capture to inbox",
+    description=(
+        "Save a thought, link or snippet immediately as a new note in inbox/, to be sorted "
+        "later. Never fails on a name clash and has no dry run: it exists so that nothing "
+        "gets lost."
+    ),
+    kind="add",
+    hints=ADD,
+    params={
+        "text": text("What to capture (Markdown).", required=True, trim=False),
+        "title": text("Title (default: the first line, up to 60 characters)."),
+        "tags": strings("Tags besides inbox, which is always added."),
+        "source": text("Where it came from (a URL, a chat), kept in the frontmatter."),
+    },
+    output=write_schema(),
+    blind=("vault", "path", "bytes", "content_hash", "created", "warnings"),
+)
 def inbox_capture(call: Call) -> dict[str, Any]:
     args = call.args
     if not args["text"].strip():
@@ -129,144 +195,10 @@ def inbox_capture(call: Call) -> dict[str, Any]:
     for attempt in range(1, 100):
         rel = base if attempt == 1 else templates.numbered(base, attempt)
         try:
-            return apply(
-                call, rel, lambda current, exists: content, tool="inbox_capture", taken=""
-            ).response()
+            op = WriteOp(
+                rel, lambda current, exists: content, commit_as="inbox_capture", only_new=True
+            )
+            return edit.apply(call.vault, op, call.actor).response()
         except NoteExistsError:
             continue
     raise ArgumentError("too many captures with this title this minute; pass another title")
-
-
-def daily_range(call: Call) -> dict[str, Any]:
-    args = call.args
-    now = today(call.vault)
-    end = grammar.parse_day(args["to"], now, "to") if args["to"] else now
-    if not args["from"]:
-        start = end - dt.timedelta(days=6)
-    elif grammar.is_span(args["from"]):
-        start = end - grammar.parse_span(args["from"])
-    else:
-        start = grammar.parse_day(args["from"], now, "from")
-    start, end = min(start, end), max(start, end)
-    if (end - start).days + 1 > 366:
-        raise ArgumentError(
-            f"the range {start}..{end} is longer than 366 days; ask for a shorter one"
-        )
-    days = [_day(call, start + dt.timedelta(days=n)) for n in range((end - start).days + 1)]
-    shown = days if args["empty"] else [d for d in days if d["exists"]]
-    return {
-        "vault": call.vault.name,
-        "from": start.isoformat(),
-        "to": end.isoformat(),
-        "days_with_notes": sum(1 for d in days if d["exists"]),
-        "days": shown,
-    }
-
-
-def _day(call: Call, day: dt.date) -> dict[str, Any]:
-    rel = templates.daily_path(day)
-    note = read_if_exists(call.vault, rel)
-    found: dict[str, Any] = {"date": day.isoformat(), "exists": note is not None, "path": rel}
-    if note is not None:
-        found.update(content=note.body, content_hash=note.content_hash)
-    return found
-
-
-TOOLS = [
-    Tool(
-        "note_from_template",
-        "Note from a template",
-        "Create a note from one of the vault's templates (templates/*.md), filling in "
-        "{{title}}, {{date}}, {{time}}, {{datetime}}, {{year}}, {{month}}, {{day}} and "
-        "{{slug}}. Call it without `template` to list the templates.",
-        {
-            "template": text("Template name, e.g. meeting (omit to list the templates)."),
-            "path": text("Where to write (default inbox/YYYY-MM-DD-<slug>.md)."),
-            "title": text("Title (default: the template name)."),
-            "tags": strings("Tags to add to the template's own."),
-            "dry_run": flag(DRY, False),
-        },
-        result_schema(
-            {"vault": STR}, {**write_schema()["properties"], "templates": STRS, "template": STR}
-        ),
-        "write",
-        ADD,
-        note_from_template,
-    ),
-    Tool(
-        "daily_note",
-        "Daily note",
-        "Today's (or a given day's) journal note at journal/YYYY/YYYY-MM-DD.md. Without "
-        "`append` it returns the note (creating it if missing); with `append` it adds the "
-        "text under a heading (default: the current time HH:MM). The place for a log of "
-        "what happened; for loose ideas use inbox_capture.",
-        {
-            "date": text("The day as YYYY-MM-DD (default today)."),
-            "append": text(
-                "Markdown to add; omit to read the note (needs read).",
-                trim=False,
-            ),
-            "heading": text(
-                "Heading to add under (default: the time, HH:MM); an existing one is extended."
-            ),
-            "dry_run": flag(DRY, False),
-        },
-        result_schema(
-            {"vault": STR, "path": STR, "date": STR},
-            {**write_schema()["properties"], "content": STR, "existed": BOOL},
-        ),
-        "add",
-        ADD,
-        daily_note,
-        blind=("vault", "path", "date", "created", "existed", "dry_run"),
-    ),
-    Tool(
-        "inbox_capture",
-        "Capture to inbox",
-        "Save a thought, link or snippet immediately as a new note in inbox/, to be sorted "
-        "later. Never fails on a name clash and has no dry run: it exists so that nothing "
-        "gets lost.",
-        {
-            "text": text("What to capture (Markdown).", required=True, trim=False),
-            "title": text("Title (default: the first line, up to 60 characters)."),
-            "tags": strings("Tags besides inbox, which is always added."),
-            "source": text("Where it came from (a URL, a chat), kept in the frontmatter."),
-        },
-        write_schema(),
-        "add",
-        ADD,
-        inbox_capture,
-        blind=("vault", "path", "bytes", "content_hash", "created"),
-    ),
-    Tool(
-        "daily_range",
-        "Read daily notes",
-        "The daily notes (journal/YYYY/YYYY-MM-DD.md) of a range of days with their text: a "
-        "week in review, what happened since a date. To write today's note use daily_note.",
-        {
-            "from": text(
-                "First day: YYYY-MM-DD, today, or a span back from `to` like 7d or 2w "
-                "(default six days before `to`)."
-            ),
-            "to": text("Last day: YYYY-MM-DD or today (default today)."),
-            "empty": flag("Also list days without a note.", False),
-        },
-        result_schema(
-            {
-                "vault": STR,
-                "from": STR,
-                "to": STR,
-                "days_with_notes": INT,
-                "days": arr(
-                    obj(
-                        {"date": STR, "exists": BOOL, "path": STR},
-                        {"content": STR, "content_hash": STR},
-                    )
-                ),
-            }
-        ),
-        "read",
-        READS,
-        daily_range,
-    ),
-]

@@ -6,11 +6,22 @@ import datetime as dt
 from typing import Any
 from urllib.parse import quote
 
-from vault_core import ATTACHMENT_TYPES, Note, NoteNotFoundError, Vault, paths, sections
+from vault_core import (
+    ATTACHMENT_TYPES,
+    Note,
+    NoteNotFoundError,
+    Vault,
+    paths,
+    sections,
+)
 from vault_core.search import modified
 from vault_node.tools.shape import ANY_OBJ, BOOL, INT, STR, STRS, arr, obj
 
 __all__ = ["modified"]
+
+NOTE_PATH = "Note path in the vault, e.g. wiki/rate-limiting.md (.md optional)."
+HASH = "content_hash from note_read; refused if the note changed since."
+DRY = "Show the change as a diff without writing."
 
 SCHEME = "secondbrain"
 """Notes and attachments as MCP resources are `secondbrain://VAULT/PATH` (vault_node.resources)."""
@@ -39,7 +50,7 @@ def any_path(vault: Vault, raw: str) -> paths.Resolved:
 
 def check_prefix(vault: Vault, raw: str | None) -> str:
     """A folder prefix, checked like any path (symlinks included); '' is the whole vault."""
-    return vault.resolve(raw).rel.rstrip("/") if raw and raw.strip() else ""
+    return vault.resolve_folder(raw) if raw and raw.strip() else ""
 
 
 def headings(note: Note) -> list[dict[str, Any]]:

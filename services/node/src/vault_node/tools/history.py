@@ -7,26 +7,67 @@ from __future__ import annotations
 
 from typing import Any
 
-from vault_core import NotAFileError, NoteNotFoundError, edit, text
+from vault_core import NotAFileError, NoteNotFoundError, edit, scope, text
 from vault_core.edit import WriteOp
 from vault_core.errors import NOTE_LIMIT
 from vault_core.vault import read_limited
-from vault_node.tools.base import READS, Call, Hints, Tool, flag, integer
+from vault_node.tools.base import READS, Call, Hints, flag, integer, tool
 from vault_node.tools.base import text as text_param
-from vault_node.tools.common import any_path
+from vault_node.tools.common import NOTE_PATH, any_path
 from vault_node.tools.shape import STR, arr, obj, result_schema, write_schema
 
-PATH = "Note path in the vault, e.g. wiki/rate-limiting.md (.md optional)."
+REVISION = obj({"commit": STR, "when": STR, "author": STR, "message": STR, "path": STR})
 
 
+@tool(
+    title="History of a note",
+    description=(
+        "The commits that changed a note, newest first, following moves back: short id, "
+        "time, author (who made the change), message (tool and path) and the note's path in "
+        "that commit. Use the ids with note_diff and note_restore."
+    ),
+    kind="read",
+    hints=READS,
+    params={
+        "path": text_param(NOTE_PATH, required=True),
+        "limit": integer("How many revisions (1-100, else 20).", 20, reset=(1, 100)),
+    },
+    output=result_schema({"vault": STR, "path": STR, "revisions": arr(REVISION)}),
+)
 def note_history(call: Call) -> dict[str, Any]:
     assert call.opened is not None
     git = call.opened.history()
     rel = any_path(call.vault, call.args["path"]).rel
-    revisions = git.history(rel, call.args["limit"])
-    return {"vault": call.vault.name, "path": rel, "revisions": [vars(r) for r in revisions]}
+    revisions = [vars(r) for r in git.history(rel, call.args["limit"])]
+    if scope.current() is not None:
+        revisions = [_seen(r) for r in revisions if scope.visible(r["path"])]
+    return {"vault": call.vault.name, "path": rel, "revisions": revisions}
 
 
+def _seen(revision: dict[str, Any]) -> dict[str, Any]:
+    """A revision as a caller with path rules sees it: before a move from a folder it may not
+    see the history stops, and the message names only the tool and the note's own path (a
+    move's or a replace's message may name notes it may not see)."""
+    tool_name = revision["message"].split(":", 1)[0].strip()
+    return {**revision, "message": f"{tool_name}: {revision['path']}"}
+
+
+@tool(
+    title="Compare revisions",
+    description=(
+        "A unified diff of a note between two revisions, or between a revision and the file "
+        "as it is now. Without arguments it shows the last change: the previous revision "
+        "against the working copy."
+    ),
+    kind="read",
+    hints=READS,
+    params={
+        "path": text_param(NOTE_PATH, required=True),
+        "from": text_param("Older revision id from note_history (default: the previous one)."),
+        "to": text_param("Newer revision id (default: the file as it is now)."),
+    },
+    output=result_schema({"vault": STR, "path": STR, "from": STR, "to": STR, "diff": STR}),
+)
 def note_diff(call: Call) -> dict[str, Any]:
     assert call.opened is not None
     git = call.opened.history()
@@ -51,10 +92,28 @@ def note_diff(call: Call) -> dict[str, Any]:
     }
 
 
+@tool(
+    title="Restore a revision",
+    description=(
+        "Put a note back to how it was in an earlier revision (also a deleted note). The "
+        "current text goes to the trash and stays in history, so a restore can itself be "
+        "undone. Try dry_run first to see the diff."
+    ),
+    kind="write",
+    hints=Hints(read_only=False, destructive=True, idempotent=True),
+    params={
+        "path": text_param(NOTE_PATH, required=True),
+        "revision": text_param(
+            "Revision id from note_history (at least 4 hex characters).", required=True
+        ),
+        "dry_run": flag("Show the diff without writing.", False),
+    },
+    output=write_schema({"restored_from": STR}),
+)
 def note_restore(call: Call) -> dict[str, Any]:
     assert call.opened is not None
     git = call.opened.history()
-    rel = call.vault.resolve_note(call.args["path"]).rel
+    rel = call.vault.resolve_for_write(call.args["path"]).rel
     sha = git.resolve(call.args["revision"])
     restored = text.decode(git.contents(rel, sha), rel).text
     op = WriteOp(
@@ -66,58 +125,3 @@ def note_restore(call: Call) -> dict[str, Any]:
     )
     result = edit.apply(call.vault, op, call.actor)
     return {**result.response(), "restored_from": sha[:12]}
-
-
-REVISION = obj({"commit": STR, "when": STR, "author": STR, "message": STR, "path": STR})
-
-TOOLS = [
-    Tool(
-        "note_history",
-        "History of a note",
-        "The commits that changed a note, newest first, following moves back: short id, "
-        "time, author (who made the change), message (tool and path) and the note's path in "
-        "that commit. Use the ids with note_diff and note_restore.",
-        {
-            "path": text_param(PATH, required=True),
-            "limit": integer("How many revisions (1-100, else 20).", 20, reset=(1, 100)),
-        },
-        result_schema({"vault": STR, "path": STR, "revisions": arr(REVISION)}),
-        "read",
-        READS,
-        note_history,
-    ),
-    Tool(
-        "note_diff",
-        "Compare revisions",
-        "A unified diff of a note between two revisions, or between a revision and the file "
-        "as it is now. Without arguments it shows the last change: the previous revision "
-        "against the working copy.",
-        {
-            "path": text_param(PATH, required=True),
-            "from": text_param("Older revision id from note_history (default: the previous one)."),
-            "to": text_param("Newer revision id (default: the file as it is now)."),
-        },
-        result_schema({"vault": STR, "path": STR, "from": STR, "to": STR, "diff": STR}),
-        "read",
-        READS,
-        note_diff,
-    ),
-    Tool(
-        "note_restore",
-        "Restore a revision",
-        "Put a note back to how it was in an earlier revision (also a deleted note). The "
-        "current text goes to the trash and stays in history, so a restore can itself be "
-        "undone. Try dry_run first to see the diff.",
-        {
-            "path": text_param(PATH, required=True),
-            "revision": text_param(
-                "Revision id from note_history (at least 4 hex characters).", required=True
-            ),
-            "dry_run": flag("Show the diff without writing.", False),
-        },
-        write_schema({"restored_from": STR}),
-        "write",
-        Hints(read_only=False, destructive=True, idempotent=True),
-        note_restore,
-    ),
-]

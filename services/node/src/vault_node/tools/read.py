@@ -1,15 +1,23 @@
-"""Tools that find and read notes (spec §13.1, §13.2, §13.6 task_list, attachment_list).
+"""Tools that read one note or file and change nothing (spec §13.2): a note, its outline,
+its links in and out, the notes related to it, an attachment, the daily notes of a range.
 
-None of them writes; most answer from the index, `note_read` and `vault_grep` from disk.
+They read from disk (`note_read`, `attachment_read`, `daily_range`) or ask the index about
+one note (`note_backlinks`, `note_related`). Looking across a vault is `tools/find`.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
-from vault_core import NOTE_LIMIT, VaultError, deadline, hybrid, layouts, queries, search
+from vault_core import (
+    queries,
+    templates,
+)
 from vault_node import grammar
-from vault_node.tools.base import READS, Call, Tool, choice, flag, integer, strings, text
+from vault_node.errors import ArgumentError
+from vault_node.tools.attachments import IMAGE_BYTES, read_attachment
+from vault_node.tools.base import READS, Call, flag, integer, text, tool
 from vault_node.tools.common import (
     FRONTMATTER,
     HEADING,
@@ -17,193 +25,59 @@ from vault_node.tools.common import (
     LINKED,
     TASK,
     any_path,
-    check_prefix,
     headings,
     links,
-    modified,
     note_head,
+    read_if_exists,
     section_text,
     tasks,
+    today,
 )
 from vault_node.tools.shape import BOOL, INT, NUM, STR, STRS, arr, obj, result_schema
 
-VAULT_ROW = obj(
-    {
-        "name": STR,
-        "notes": INT,
-        "attachments": INT,
-        "words": INT,
-        "bytes": INT,
-        "last_modified": STR,
-        "is_default": BOOL,
-        "versioned": BOOL,
-        "has_instructions": BOOL,
-    }
-)
-STATS = obj(
-    {
-        "notes": INT,
-        "attachments": INT,
-        "words": INT,
-        "bytes": INT,
-        "tags": INT,
-        "links": INT,
-        "broken_links": INT,
-        "orphans": INT,
-        "open_tasks": INT,
-        "last_modified": STR,
-        "top_tags": STRS,
-        "skipped": INT,
-    }
-)
-SKIPPED = obj({"path": STR, "reason": STR})
-SKIPPED_SHOWN = 100  # vault_stats lists this many skipped files; `stats.skipped` counts all
 PATH = "Vault-relative path of the note, e.g. wiki/rate-limiting.md (.md may be left out)."
 
 
-def vault_list(call: Call) -> dict[str, Any]:
-    ctx = call.context
-    rows = []
-    for name in ctx.library.names():
-        if not ctx.ticket.allows_vault(name):
-            continue
-        opened = ctx.library.get(name)
-        stats = queries.stats(opened.index)
-        rows.append(
-            {
-                "name": name,
-                "notes": stats["notes"],
-                "attachments": stats["attachments"],
-                "words": stats["words"],
-                "bytes": stats["bytes"],
-                "last_modified": stats["last_modified"],
-                "is_default": name == ctx.config.default_vault,
-                "versioned": opened.git is not None,
-                "has_instructions": bool(layouts.read_instructions(opened.vault.root).strip()),
-            }
-        )
-    return {"vaults": rows, "default_vault": ctx.config.default_vault}
+NOTE_HEAD = {
+    "vault": STR,
+    "path": STR,
+    "title": STR,
+    "content_hash": STR,
+    "bytes": INT,
+    "modified": STR,
+    "frontmatter": FRONTMATTER,
+}
 
 
-def vault_stats(call: Call) -> dict[str, Any]:
-    assert call.opened is not None
-    index = call.opened.index
-    skipped = queries.skipped(index, SKIPPED_SHOWN)
-    found = {"vault": call.vault.name, "stats": queries.stats(index), "skipped": skipped}
-    if call.opened.vectors is not None:
-        found["embedding"] = call.opened.vectors.progress().as_dict()
-    return found
-
-
-def note_list(call: Call) -> dict[str, Any]:
-    args = call.args
-    prefix = check_prefix(call.vault, args["prefix"])
-    pattern = grammar.glob_regex(args["glob"]) if args["glob"] else None
-    walked = deadline.checked(call.vault.walk(prefix))
-    entries = [e for e in walked if pattern is None or pattern.fullmatch(e.rel)]
-    if args["sort"] == "path":
-        entries.sort(key=lambda e: e.rel)
-    elif args["sort"] == "size":
-        entries.sort(key=lambda e: (-e.size, e.rel))
-    else:
-        entries.sort(key=lambda e: (-e.mtime_ns, e.rel))
-    page = entries[args["offset"] : args["offset"] + args["limit"]]
-    return {
-        "vault": call.vault.name,
-        "total": len(entries),
-        "returned": len(page),
-        "entries": [
-            {"path": e.rel, "bytes": e.size, "modified": modified(e.mtime_ns)} for e in page
-        ],
-    }
-
-
-def note_search(call: Call) -> dict[str, Any]:
-    args = call.args
-    assert call.opened is not None
-    if args["glob"]:
-        grammar.glob_regex(args["glob"])  # refuse a malformed pattern with a clear message
-    after = None
-    if args["modified_after"]:
-        moment = grammar.parse_time(args["modified_after"], call.vault.now(), "modified_after")
-        # SQLite integers end at 2**63-1 (year 2262): a later date simply finds nothing new.
-        after = min(int(moment.timestamp() * 1_000_000_000), 2**63 - 1)
-    filters = search.Filters(
-        tags=args["tags"] or (),
-        prefix=check_prefix(call.vault, args["prefix"]),
-        glob=args["glob"] or "",
-        modified_after_ns=after,
-    )
-    call.opened.fresh()
-    answer = hybrid.find(
-        call.opened.index,
-        call.opened.vectors,
-        args["query"] or "",
-        filters,
-        limit=args["limit"],
-        offset=args["offset"],
-        mode=args["mode"],
-        syntax=args["syntax"],
-    )
-    found = answer.results
-    result: dict[str, Any] = {
-        "vault": call.vault.name,
-        "mode": answer.mode,
-        "total": found.total,
-        "returned": len(found.hits),
-        "hits": [vars(hit) for hit in found.hits],
-    }
-    if answer.embedding is not None:
-        result["embedding"] = answer.embedding
-    if found.total == 0:
-        result["hint"] = (
-            "nothing found; try fewer or other words, drop a filter, or use vault_grep for "
-            "exact text and regular expressions"
-        )
-    return result
-
-
-def vault_grep(call: Call) -> dict[str, Any]:
-    args = call.args
-    regex = grammar.compile_regex(args["pattern"], case_sensitive=args["case_sensitive"])
-    span, limit = args["context"], args["limit"]
-    matches: list[dict[str, Any]] = []
-    scanned = 0
-    for entry in deadline.checked(call.vault.notes(check_prefix(call.vault, args["prefix"]))):
-        if entry.size > NOTE_LIMIT:
-            continue
-        try:
-            lines = call.vault.read_note(entry.rel).text.split("\n")
-        except VaultError:
-            continue  # unreadable (not UTF-8, vanished): grep skips it like the index does
-        scanned += 1
-        for number, line in enumerate(lines):
-            if regex.search(line) is None:
-                continue
-            if len(matches) >= limit:
-                return _grep_result(call, matches, scanned, truncated=True)
-            around = [
-                f"{n + 1}: {lines[n][:500]}"
-                for n in range(max(0, number - span), min(len(lines), number + span + 1))
-                if n != number
-            ]
-            matches.append(
-                {"path": entry.rel, "line": number + 1, "text": line[:1000], "context": around}
-            )
-    return _grep_result(call, matches, scanned, truncated=False)
-
-
-def _grep_result(
-    call: Call, matches: list[dict[str, Any]], scanned: int, *, truncated: bool
-) -> dict[str, Any]:
-    return {
-        "vault": call.vault.name,
-        "matches": matches,
-        "notes_scanned": scanned,
-        "truncated": truncated,
-    }
-
-
+@tool(
+    title="Read a note",
+    description=(
+        "Read a note's text (without frontmatter), its content_hash, frontmatter and "
+        "structure. Pass `heading` to read one section only. Keep the content_hash: every "
+        "change tool takes it to make sure you edit what you read. For a long note call "
+        "note_outline first and read only the section you need."
+    ),
+    kind="read",
+    hints=READS,
+    params={
+        "path": text(PATH, required=True),
+        "heading": text(
+            "Read only the section under this heading (exact, then "
+            "case-insensitive, then prefix match), e.g. Open questions."
+        ),
+        "with_metadata": flag("Also return headings, tags, links and tasks (default true).", True),
+    },
+    output=result_schema(
+        {**NOTE_HEAD, "content": STR},
+        {
+            "headings": arr(HEADING),
+            "tags": STRS,
+            "links": arr(LINK),
+            "tasks": arr(TASK),
+            "frontmatter_error": STR,
+        },
+    ),
+)
 def note_read(call: Call) -> dict[str, Any]:
     note = call.vault.read_note(call.args["path"])
     result = {"vault": call.vault.name, **note_head(note)}
@@ -219,6 +93,27 @@ def note_read(call: Call) -> dict[str, Any]:
     return result
 
 
+@tool(
+    title="Outline a note",
+    description=(
+        "The shape of a note without its text: headings, tags, links in and out, open tasks, "
+        "size and hash. Use it before reading a long note, then note_read with a heading."
+    ),
+    kind="read",
+    hints=READS,
+    params={"path": text(PATH, required=True)},
+    output=result_schema(
+        {
+            **NOTE_HEAD,
+            "words": INT,
+            "headings": arr(HEADING),
+            "tags": STRS,
+            "outgoing": STRS,
+            "incoming": STRS,
+            "open_tasks": INT,
+        }
+    ),
+)
 def note_outline(call: Call) -> dict[str, Any]:
     assert call.opened is not None
     note = call.vault.read_note(call.args["path"])
@@ -235,6 +130,25 @@ def note_outline(call: Call) -> dict[str, Any]:
     }
 
 
+@tool(
+    title="Links of a note",
+    description=(
+        "Which notes link to this one and where it links to, including links that point "
+        "nowhere. Answered from the index: the note need not exist, so it also shows who "
+        "links to a note that was never written. Use before moving, merging or deleting."
+    ),
+    kind="read",
+    hints=READS,
+    params={
+        "path": text(
+            PATH + " An attachment path (e.g. attachments/x.png) works too.", required=True
+        )
+    },
+    output=result_schema(
+        {"vault": STR, "path": STR, "incoming": arr(LINKED), "outgoing": arr(LINKED)},
+        {"broken": arr(obj({"target": STR, "anchor": STR})), "hint": STR},
+    ),
+)
 def note_backlinks(call: Call) -> dict[str, Any]:
     assert call.opened is not None
     rel = any_path(call.vault, call.args["path"]).rel
@@ -255,6 +169,40 @@ def note_backlinks(call: Call) -> dict[str, Any]:
     return result
 
 
+@tool(
+    title="Related notes",
+    description=(
+        "Notes related to this one by rare shared tags, direct links, shared link targets "
+        "and closeness in meaning, best first. Use it to find what to link from a note or "
+        "what to read next."
+    ),
+    kind="read",
+    hints=READS,
+    params={
+        "path": text(PATH, required=True),
+        "limit": integer(
+            "How many related notes (default 10, clamped to 1-100).", 10, clamp=(1, 100)
+        ),
+    },
+    output=result_schema(
+        {
+            "vault": STR,
+            "path": STR,
+            "related": arr(
+                obj(
+                    {
+                        "path": STR,
+                        "title": STR,
+                        "score": NUM,
+                        "tags": STRS,
+                        "modified": STR,
+                        "bytes": INT,
+                    }
+                )
+            ),
+        }
+    ),
+)
 def note_related(call: Call) -> dict[str, Any]:
     assert call.opened is not None
     note = call.vault.read_note(call.args["path"])
@@ -266,371 +214,104 @@ def note_related(call: Call) -> dict[str, Any]:
     return {"vault": call.vault.name, "path": note.path, "related": [vars(r) for r in related]}
 
 
-def tag_list(call: Call) -> dict[str, Any]:
-    assert call.opened is not None
-    found = queries.tag_list(call.opened.index, call.args["prefix"] or "", call.args["limit"])
-    return {"vault": call.vault.name, "tags": found, "count": len(found)}
-
-
-def task_list(call: Call) -> dict[str, Any]:
-    assert call.opened is not None
-    args = call.args
-    found = queries.tasks(
-        call.opened.index,
-        include_done=args["include_done"],
-        prefix=check_prefix(call.vault, args["prefix"]),
-        contains=args["contains"] or "",
-        limit=args["limit"],
-    )
-    return {"vault": call.vault.name, "tasks": found, "count": len(found)}
-
-
-def attachment_list(call: Call) -> dict[str, Any]:
-    assert call.opened is not None
-    prefix = check_prefix(call.vault, call.args["prefix"])
-    found = queries.attachments(call.opened.index, prefix, call.args["limit"])
-    return {"vault": call.vault.name, "attachments": found, "count": len(found)}
-
-
-HIT = obj(
-    {
-        "path": STR,
-        "title": STR,
-        "score": NUM,
-        "snippet": STR,
-        "tags": STRS,
-        "modified": STR,
-        "bytes": INT,
-        "matched": STRS,
-        "section": STR,
-        "kind": STR,
-    }
+@tool(
+    title="Read daily notes",
+    description=(
+        "The daily notes (journal/YYYY/YYYY-MM-DD.md) of a range of days with their text: a "
+        "week in review, what happened since a date. To write today's note use daily_note."
+    ),
+    kind="read",
+    hints=READS,
+    params={
+        "from": text(
+            "First day: YYYY-MM-DD, today, or a span back from `to` like 7d or 2w "
+            "(default six days before `to`)."
+        ),
+        "to": text("Last day: YYYY-MM-DD or today (default today)."),
+        "empty": flag("Also list days without a note.", False),
+    },
+    output=result_schema(
+        {
+            "vault": STR,
+            "from": STR,
+            "to": STR,
+            "days_with_notes": INT,
+            "days": arr(
+                obj(
+                    {"date": STR, "exists": BOOL, "path": STR},
+                    {"content": STR, "content_hash": STR},
+                )
+            ),
+        }
+    ),
 )
-EMBEDDING = obj({"model": STR, "embedded": INT, "total": INT, "done": BOOL})
-ENTRY = obj({"path": STR, "bytes": INT, "modified": STR})
-NOTE_HEAD = {
-    "vault": STR,
-    "path": STR,
-    "title": STR,
-    "content_hash": STR,
-    "bytes": INT,
-    "modified": STR,
-    "frontmatter": FRONTMATTER,
-}
-LIMIT_OFFSET = "Skip this many results first, to page through long lists (default 0)."
+def daily_range(call: Call) -> dict[str, Any]:
+    args = call.args
+    now = today(call.vault)
+    end = grammar.parse_day(args["to"], now, "to") if args["to"] else now
+    if not args["from"]:
+        start = end - dt.timedelta(days=6)
+    elif grammar.is_span(args["from"]):
+        start = end - grammar.parse_span(args["from"])
+    else:
+        start = grammar.parse_day(args["from"], now, "from")
+    start, end = min(start, end), max(start, end)
+    if (end - start).days + 1 > 366:
+        raise ArgumentError(
+            f"the range {start}..{end} is longer than 366 days; ask for a shorter one"
+        )
+    days = [_day(call, start + dt.timedelta(days=n)) for n in range((end - start).days + 1)]
+    shown = days if args["empty"] else [d for d in days if d["exists"]]
+    return {
+        "vault": call.vault.name,
+        "from": start.isoformat(),
+        "to": end.isoformat(),
+        "days_with_notes": sum(1 for d in days if d["exists"]),
+        "days": shown,
+    }
 
-TOOLS = [
-    Tool(
-        "vault_list",
-        "List vaults",
-        "List the vaults you can use, with note counts, size, last change, whether each is "
-        "versioned and has instructions, and which is the default. Call it first when you do "
-        "not know which vault holds what; every other tool takes the name as `vault`.",
-        {},
-        result_schema({"vaults": arr(VAULT_ROW), "default_vault": STR}),
-        "read",
-        READS,
-        vault_list,
-        uses_vault=False,
+
+def _day(call: Call, day: dt.date) -> dict[str, Any]:
+    rel = templates.daily_path(day)
+    note = read_if_exists(call.vault, rel)
+    found: dict[str, Any] = {"date": day.isoformat(), "exists": note is not None, "path": rel}
+    if note is not None:
+        found.update(content=note.body, content_hash=note.content_hash)
+    return found
+
+
+@tool(
+    title="Read an attachment",
+    description=(
+        "Look at an attachment: an image comes back as an image (downscaled), a PDF as its "
+        "text with page numbers, a text file (csv, json, …) as its text, audio as type, size "
+        "and date. Find paths with attachment_list; for notes use note_read."
     ),
-    Tool(
-        "vault_stats",
-        "Vault statistics",
-        "Counts for one vault: notes, attachments, words, tags, links, broken links, orphans, "
-        "open tasks, last change and the ten most used tags, plus the files the node skips "
-        "(name not UTF-8, unreadable, looping or escaping links) with a reason code. Cheap; "
-        "use it to get a sense of a vault before searching. For a to-do list of problems use "
-        "vault_review.",
-        {},
-        result_schema(
-            {"vault": STR, "stats": STATS, "skipped": arr(SKIPPED)}, {"embedding": EMBEDDING}
-        ),
-        "read",
-        READS,
-        vault_stats,
-    ),
-    Tool(
-        "note_list",
-        "List files",
-        "List files (notes and attachments) under a folder, sorted and paged. Use it to browse "
-        "a folder or find a path by name pattern; to find notes by what they say, use "
-        "note_search instead.",
+    kind="read",
+    hints=READS,
+    params={
+        "path": text("Attachment path, e.g. attachments/diagram.png.", required=True),
+        "first_page": integer("PDF: first page to read (from 1).", 1, clamp=(1, 10**6)),
+        "pages": integer("PDF: how many pages (1-50).", 20, clamp=(1, 50)),
+    },
+    output=result_schema(
+        {"vault": STR, "path": STR, "kind": STR, "mime": STR, "bytes": INT, "modified": STR},
         {
-            "prefix": text(
-                "Folder to list, e.g. wiki or projects/alpha; omit for the whole vault."
-            ),
-            "glob": text(
-                "Path pattern matched against the whole vault-relative path; * and ? stay "
-                "within one folder, e.g. wiki/*.md or journal/2026/*.md."
-            ),
-            "sort": choice(
-                "Order: modified (newest first, default), path (A-Z) or size (largest first).",
-                ("modified", "path", "size"),
-                "modified",
-            ),
-            "limit": integer(
-                "How many entries to return (default 100, clamped to 1-500).", 100, clamp=(1, 500)
-            ),
-            "offset": integer(LIMIT_OFFSET, 0, clamp=(0, 10**9)),
+            "width": INT,
+            "height": INT,
+            "shown": STR,
+            "page_count": INT,
+            "pages": arr(obj({"page": INT, "text": STR})),
+            "next_page": INT,
+            "text": STR,
+            "hint": STR,
         },
-        result_schema({"vault": STR, "total": INT, "returned": INT, "entries": arr(ENTRY)}),
-        "read",
-        READS,
-        note_list,
     ),
-    Tool(
-        "note_search",
-        "Search notes",
-        "Search titles and bodies: ask in plain words, as a question if you like (ranked: "
-        "notes holding more of your words, and rarer ones, first; word forms and CJK text "
-        "match), with optional filters for tags, folder, path pattern and modification "
-        "time. This is the first tool for finding anything; search before you create a "
-        "note. Without a query it lists the newest notes matching the filters. For exact "
-        "strings or regular expressions use vault_grep.",
-        {
-            "query": text(
-                'What to find, e.g. how do I rotate the API key? ("quoted words" stay '
-                "together, word* is a prefix); empty to filter only."
-            ),
-            "mode": choice(
-                "hybrid (default once the vault's vectors are made): by words and by "
-                "meaning; keyword: by words only; semantic: by meaning only.",
-                hybrid.MODES,
-            ),
-            "syntax": choice(
-                "natural (default): any words, never a syntax error; fts: SQLite FTS5 "
-                "syntax (AND, OR, NOT, NEAR, column:, all words must occur; keyword mode).",
-                search.SYNTAXES,
-                "natural",
-            ),
-            "tags": strings(
-                "Only notes carrying all these tags (a tag also matches its "
-                'subtags), e.g. ["project", "ops"] or "project,ops".'
-            ),
-            "prefix": text("Only notes under this folder, e.g. wiki."),
-            "glob": text("Only paths matching this pattern, e.g. wiki/*.md."),
-            "modified_after": text("Only notes changed since then: " + grammar.TIME_FORMS + "."),
-            "limit": integer(
-                "How many hits (default 25; values <= 0 or > 200 mean 25).", 25, reset=(1, 200)
-            ),
-            "offset": integer(LIMIT_OFFSET, 0, clamp=(0, 10**9)),
-        },
-        result_schema(
-            {"vault": STR, "mode": STR, "total": INT, "returned": INT, "hits": arr(HIT)},
-            {"hint": STR, "embedding": EMBEDDING},
-        ),
-        "read",
-        READS,
-        note_search,
-    ),
-    Tool(
-        "vault_grep",
-        "Grep notes",
-        "Scan every note line by line for a regular expression and return matching lines with "
-        "context. Use it for exact strings, code, URLs or patterns that full-text search "
-        "cannot express; for topics and words prefer note_search, which is ranked and faster.",
-        {
-            "pattern": text(
-                "Regular expression in RE2 (Go) syntax, without backreferences or lookaround, "
-                "e.g. TODO|FIXME or \\bv[0-9]+\\.[0-9]+\\b.",
-                required=True,
-                trim=False,
-            ),
-            "case_sensitive": flag("Match case exactly (default false: case is ignored).", False),
-            "prefix": text("Only notes under this folder, e.g. wiki."),
-            "context": integer(
-                "Lines of context around each match (default 1, clamped to 0-5).", 1, clamp=(0, 5)
-            ),
-            "limit": integer(
-                "Stop after this many matches (default 50, clamped to 1-300).", 50, clamp=(1, 300)
-            ),
-            "include_content": flag(
-                "Accepted for compatibility; has no effect (the matching line is always returned).",
-                False,
-            ),
-        },
-        result_schema(
-            {
-                "vault": STR,
-                "matches": arr(obj({"path": STR, "line": INT, "text": STR, "context": STRS})),
-                "notes_scanned": INT,
-                "truncated": BOOL,
-            }
-        ),
-        "read",
-        READS,
-        vault_grep,
-    ),
-    Tool(
-        "note_read",
-        "Read a note",
-        "Read a note's text (without frontmatter), its content_hash, frontmatter and "
-        "structure. Pass `heading` to read one section only. Keep the content_hash: every "
-        "change tool takes it to make sure you edit what you read. For a long note call "
-        "note_outline first and read only the section you need.",
-        {
-            "path": text(PATH, required=True),
-            "heading": text(
-                "Read only the section under this heading (exact, then "
-                "case-insensitive, then prefix match), e.g. Open questions."
-            ),
-            "with_metadata": flag(
-                "Also return headings, tags, links and tasks (default true).", True
-            ),
-        },
-        result_schema(
-            {**NOTE_HEAD, "content": STR},
-            {
-                "headings": arr(HEADING),
-                "tags": STRS,
-                "links": arr(LINK),
-                "tasks": arr(TASK),
-                "frontmatter_error": STR,
-            },
-        ),
-        "read",
-        READS,
-        note_read,
-    ),
-    Tool(
-        "note_outline",
-        "Outline a note",
-        "The shape of a note without its text: headings, tags, links in and out, open tasks, "
-        "size and hash. Use it before reading a long note, then note_read with a heading.",
-        {"path": text(PATH, required=True)},
-        result_schema(
-            {
-                **NOTE_HEAD,
-                "words": INT,
-                "headings": arr(HEADING),
-                "tags": STRS,
-                "outgoing": STRS,
-                "incoming": STRS,
-                "open_tasks": INT,
-            }
-        ),
-        "read",
-        READS,
-        note_outline,
-    ),
-    Tool(
-        "note_backlinks",
-        "Links of a note",
-        "Which notes link to this one and where it links to, including links that point "
-        "nowhere. Answered from the index: the note need not exist, so it also shows who "
-        "links to a note that was never written. Use before moving, merging or deleting.",
-        {
-            "path": text(
-                PATH + " An attachment path (e.g. attachments/x.png) works too.", required=True
-            )
-        },
-        result_schema(
-            {"vault": STR, "path": STR, "incoming": arr(LINKED), "outgoing": arr(LINKED)},
-            {"broken": arr(obj({"target": STR, "anchor": STR})), "hint": STR},
-        ),
-        "read",
-        READS,
-        note_backlinks,
-    ),
-    Tool(
-        "note_related",
-        "Related notes",
-        "Notes related to this one by rare shared tags, direct links, shared link targets "
-        "and closeness in meaning, best first. Use it to find what to link from a note or "
-        "what to read next.",
-        {
-            "path": text(PATH, required=True),
-            "limit": integer(
-                "How many related notes (default 10, clamped to 1-100).", 10, clamp=(1, 100)
-            ),
-        },
-        result_schema(
-            {
-                "vault": STR,
-                "path": STR,
-                "related": arr(
-                    obj(
-                        {
-                            "path": STR,
-                            "title": STR,
-                            "score": NUM,
-                            "tags": STRS,
-                            "modified": STR,
-                            "bytes": INT,
-                        }
-                    )
-                ),
-            }
-        ),
-        "read",
-        READS,
-        note_related,
-    ),
-    Tool(
-        "tag_list",
-        "List tags",
-        "Every tag with the number of notes carrying it, most used first (frontmatter and "
-        "inline #tags merged, lowercase). Check it before inventing a new tag.",
-        {
-            "prefix": text("Only tags starting with this, e.g. project/ (a leading # is ignored)."),
-            "limit": integer(
-                "How many tags (default 200, clamped to 1-1000).", 200, clamp=(1, 1000)
-            ),
-        },
-        result_schema({"vault": STR, "tags": arr(obj({"tag": STR, "notes": INT})), "count": INT}),
-        "read",
-        READS,
-        tag_list,
-    ),
-    Tool(
-        "task_list",
-        "List tasks",
-        "Markdown checkboxes (- [ ] …) across the vault, sorted by path and line. The line "
-        "numbers are what task_toggle takes.",
-        {
-            "include_done": flag("Also list checked tasks (default false).", False),
-            "prefix": text("Only tasks in notes under this folder, e.g. projects."),
-            "contains": text("Only tasks whose text contains this (case-insensitive)."),
-            "limit": integer(
-                "How many tasks (default 100; values <= 0 or > 500 mean 100).", 100, reset=(1, 500)
-            ),
-        },
-        result_schema(
-            {
-                "vault": STR,
-                "tasks": arr(
-                    obj({"path": STR, "line": INT, "text": STR, "done": BOOL, "note_title": STR})
-                ),
-                "count": INT,
-            }
-        ),
-        "read",
-        READS,
-        task_list,
-    ),
-    Tool(
-        "attachment_list",
-        "List attachments",
-        "Attachments (images, PDFs, …) under a folder, with how many notes link to each. "
-        "Use it to find unused attachments or the path to embed.",
-        {
-            "prefix": text(
-                'Folder to list (default attachments; pass "" for the whole vault).',
-                default="attachments",
-            ),
-            "limit": integer("How many (default 100, clamped to 1-500).", 100, clamp=(1, 500)),
-        },
-        result_schema(
-            {
-                "vault": STR,
-                "attachments": arr(
-                    obj({"path": STR, "bytes": INT, "modified": STR, "references": INT})
-                ),
-                "count": INT,
-            }
-        ),
-        "read",
-        READS,
-        attachment_list,
-    ),
-]
+)
+def attachment_read(call: Call) -> dict[str, Any]:
+    args = call.args
+    budget = min(IMAGE_BYTES, call.context.config.max_response_bytes * 3 // 4 - 4096)
+    read = read_attachment(call.vault, args["path"], args["first_page"], args["pages"], budget)
+    if read.image is not None:
+        call.content.append(read.image)
+    return {**read.facts, "pages": read.pages} if read.facts["kind"] == "pdf" else read.facts

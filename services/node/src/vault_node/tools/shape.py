@@ -52,6 +52,7 @@ WRITE_OPTIONAL: dict[str, Any] = {
     "diff": STR,
     "message": STR,
     "hint": STR,
+    "warnings": STRS,  # what did not follow a write that is on disk (index, history)
 }
 
 

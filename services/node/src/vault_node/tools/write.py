@@ -1,5 +1,5 @@
-"""Tools that create, change and delete single notes (spec §13.3, task_toggle, attachment_put,
-vault_create).
+"""Tools that create, change and delete one note or file (spec §13.3, task_toggle,
+attachment_put).
 
 Every change goes through `vault_core.edit.apply`: optimistic locking, dry run, a trash
 copy before anything is replaced, an atomic write and one attributed commit.
@@ -13,58 +13,35 @@ from typing import Any
 from urllib.parse import quote
 
 from vault_core import (
-    FrontmatterError,
     NoteNotFoundError,
-    VaultExistsError,
     edit,
     frontmatter,
-    layouts,
     markdown,
     note,
-    paths,
     queries,
     sections,
 )
-from vault_core.edit import Transform, WriteOp, WriteResult
-from vault_core.frontmatter import Frontmatter, alias_values, normalize_tag, tag_values
-from vault_node.errors import ArgumentError, ForbiddenError
-from vault_node.tools.base import Call, Hints, Tool, choice, flag, integer, mapping, strings, text
-from vault_node.tools.common import FRONTMATTER
+from vault_core.edit import WriteOp
+from vault_core.frontmatter import Frontmatter, alias_values, tag_values
+from vault_core.templates import clean_tags, new_note
+from vault_node.errors import ArgumentError
+from vault_node.tools.base import (
+    CHANGE,
+    SET,
+    TOGGLE,
+    Call,
+    choice,
+    flag,
+    integer,
+    mapping,
+    strings,
+    text,
+    tool,
+)
+from vault_node.tools.common import DRY, FRONTMATTER, HASH, NOTE_PATH
 from vault_node.tools.shape import BOOL, INT, STR, STRS, result_schema, write_schema
 
-PATH = "Note path in the vault, e.g. wiki/rate-limiting.md (.md optional)."
-HASH = "content_hash from note_read; refused if the note changed since."
-DRY = "Show the change as a diff without writing."
 TAKEN = "search first: read it with note_read and extend it, or pass overwrite to replace it"
-
-
-def apply(
-    call: Call,
-    path: str,
-    transform: Transform,
-    *,
-    tool: str,
-    expected: str | None = None,
-    dry_run: bool = False,
-    skip_touch: bool = False,
-    taken: str | None = None,
-) -> WriteResult:
-    """One write through the vault's write path, committed as `<tool>: <path>`.
-
-    `taken` makes it a write of a new note only: an existing one is refused with that hint
-    before anything of it is read, so the answer never depends on what it holds."""
-    rel = call.vault.resolve_note(path).rel
-    op = WriteOp(
-        rel,
-        transform,
-        expected_hash=expected or None,
-        dry_run=dry_run,
-        reason=f"{tool}: {rel}",
-        skip_touch=skip_touch,
-        only_new=taken is not None,
-        exists_hint=taken or "",
-    )
-    return edit.apply(call.vault, op, call.actor)
 
 
 def _needs(exists: bool, rel: str) -> None:
@@ -72,40 +49,49 @@ def _needs(exists: bool, rel: str) -> None:
         raise NoteNotFoundError(rel)
 
 
-def new_note(rel: str, title: str, tags: list[str], content: str | None, **fields: Any) -> str:
-    """A note's text: `content` (or `# title`) under frontmatter with title, tags and `fields`."""
-    body = content if content is not None and content.strip() else f"# {title}\n"
-    split = frontmatter.split(body)
-    fm = Frontmatter(split.yaml_text)
-    if fm.error:
-        raise FrontmatterError(rel, fm.error)
-    fm.set("title", title)
-    fm.set("tags", list(dict.fromkeys([*tag_values(fm.get("tags")), *clean_tags(tags)])))
-    for key, value in fields.items():
-        fm.set(key, value)
-    body = split.body if split.body.endswith("\n") or not split.body else split.body + "\n"
-    return frontmatter.join(fm.render(), body)
-
-
-def clean_tags(tags: list[str]) -> list[str]:
-    return [t for t in (normalize_tag(tag) for tag in tags) if t]
-
-
+@tool(
+    title="Create a note",
+    description=(
+        "Create a new note with a title, tags and Markdown content. It refuses when a note "
+        "already exists at the path — that is the point: search first (note_search), and "
+        "extend the existing note instead of writing a near-duplicate. Link the new note "
+        "from a related one afterwards."
+    ),
+    kind="add",
+    hints=CHANGE,
+    params={
+        "path": text(NOTE_PATH, required=True),
+        "title": text("Title (default: the file name)."),
+        "content": text(
+            "Markdown body, may open with frontmatter (default: '# <title>').",
+            trim=False,
+        ),
+        "tags": strings('Tags for the frontmatter, e.g. ["project", "ops"].'),
+        "overwrite": flag(
+            "Replace an existing note (needs delete; the old text goes to the trash).",
+            False,
+        ),
+        "dry_run": flag(DRY, False),
+    },
+    output=write_schema(),
+    blind=("vault", "path", "bytes", "content_hash", "created", "dry_run", "hint", "warnings"),
+)
 def note_create(call: Call) -> dict[str, Any]:
     args = call.args
-    target = call.vault.resolve_note(args["path"])
+    target = call.vault.resolve_for_write(args["path"])
     if args["overwrite"] and target.abs.is_file():
         call.require("write", displaces=True)
     title = args["title"] or note.stem(target.rel)
     content = new_note(target.rel, title, args["tags"] or [], args["content"])
-    result = apply(
-        call,
+    op = WriteOp(
         target.rel,
         lambda current, exists: content,
-        tool="note_create",
         dry_run=args["dry_run"],
-        taken=None if args["overwrite"] else TAKEN,
+        commit_as="note_create",
+        only_new=not args["overwrite"],
+        exists_hint=TAKEN,
     )
+    result = edit.apply(call.vault, op, call.actor)
     out = result.response()
     if result.changed and not result.dry_run:
         out["hint"] = (
@@ -115,6 +101,31 @@ def note_create(call: Call) -> dict[str, Any]:
     return out
 
 
+@tool(
+    title="Rewrite a note",
+    description=(
+        "Replace a note's whole body. Needs the content_hash from note_read so you never "
+        "overwrite changes you have not seen. Prefer note_edit (exact replacement) or "
+        "note_section_edit (one section) for anything smaller than a rewrite."
+    ),
+    kind="write",
+    hints=SET,
+    params={
+        "path": text(NOTE_PATH, required=True),
+        "content": text("The complete new body (Markdown).", required=True, trim=False),
+        "content_hash": text(
+            HASH,
+            required=True,
+            hint="call note_read first and pass the content_hash it returns",
+        ),
+        "keep_frontmatter": flag(
+            "Keep the existing frontmatter; false writes exactly `content`.",
+            True,
+        ),
+        "dry_run": flag(DRY, False),
+    },
+    output=write_schema(),
+)
 def note_write(call: Call) -> dict[str, Any]:
     args = call.args
     if not args["content_hash"]:
@@ -129,16 +140,39 @@ def note_write(call: Call) -> dict[str, Any]:
             return frontmatter.split(current).block + content
         return content
 
-    return apply(
-        call,
+    op = WriteOp(
         args["path"],
         transform,
-        tool="note_write",
-        expected=args["content_hash"],
+        expected_hash=args["content_hash"],
         dry_run=args["dry_run"],
-    ).response()
+        commit_as="note_write",
+    )
+    return edit.apply(call.vault, op, call.actor).response()
 
 
+@tool(
+    title="Edit text in a note",
+    description=(
+        "Replace an exact piece of text in a note — the safest way to change a few words or "
+        "lines. old_string must match character for character and be unique unless "
+        "replace_all is set; copy it from note_read. An empty new_string deletes the text."
+    ),
+    kind="write",
+    hints=CHANGE,
+    params={
+        "path": text(NOTE_PATH, required=True),
+        "old_string": text(
+            "The exact text to replace, with enough context to be unique.",
+            required=True,
+            trim=False,
+        ),
+        "new_string": text("The replacement text (empty to delete).", required=True, trim=False),
+        "replace_all": flag("Replace every occurrence, not exactly one.", False),
+        "content_hash": text(HASH),
+        "dry_run": flag(DRY, False),
+    },
+    output=write_schema({"replacements": INT}),
+)
 def note_edit(call: Call) -> dict[str, Any]:
     args = call.args
     count = [0]
@@ -154,17 +188,45 @@ def note_edit(call: Call) -> dict[str, Any]:
         )
         return changed
 
-    result = apply(
-        call,
+    op = WriteOp(
         args["path"],
         transform,
-        tool="note_edit",
-        expected=args["content_hash"],
+        expected_hash=args["content_hash"],
         dry_run=args["dry_run"],
+        commit_as="note_edit",
     )
+    result = edit.apply(call.vault, op, call.actor)
     return {**result.response(), "replacements": count[0]}
 
 
+@tool(
+    title="Edit a section",
+    description=(
+        "Change one section of a note by its heading: append, prepend, replace, insert "
+        "before/after or delete it, or add text at the start or end of the note. The section "
+        "runs to the next heading of the same or a higher level. Call note_outline to see "
+        "the headings."
+    ),
+    kind="write",
+    hints=CHANGE,
+    params={
+        "path": text(NOTE_PATH, required=True),
+        "mode": choice(
+            "What to do with the section (or the whole note).", sections.MODES, required=True
+        ),
+        "heading": text(
+            "Heading of the section (not needed for append_to_note and "
+            "prepend_to_note), e.g. Open questions."
+        ),
+        "content": text(
+            "Markdown to add or put in place (not needed for delete_section).", trim=False
+        ),
+        "create": flag("Create the note (and heading) if missing.", False),
+        "content_hash": text(HASH),
+        "dry_run": flag(DRY, False),
+    },
+    output=write_schema(),
+)
 def note_section_edit(call: Call) -> dict[str, Any]:
     args = call.args
     mode, heading, content = args["mode"], args["heading"], args["content"]
@@ -182,16 +244,37 @@ def note_section_edit(call: Call) -> dict[str, Any]:
         )
         return split.block + body
 
-    return apply(
-        call,
+    op = WriteOp(
         args["path"],
         transform,
-        tool="note_section_edit",
-        expected=args["content_hash"],
+        expected_hash=args["content_hash"],
         dry_run=args["dry_run"],
-    ).response()
+        commit_as="note_section_edit",
+    )
+    return edit.apply(call.vault, op, call.actor).response()
 
 
+@tool(
+    title="Edit frontmatter",
+    description=(
+        "Set or remove frontmatter fields and add or remove tags and aliases without touching "
+        "the body. Tags and aliases are kept as sorted sets; inline #tags in the text are "
+        "left alone (use tag_rename for those)."
+    ),
+    kind="write",
+    hints=SET,
+    params={
+        "path": text(NOTE_PATH, required=True),
+        "set": mapping('Fields to set, e.g. {"status": "done", "due": "2026-02-01"}.'),
+        "unset": strings("Field names to remove."),
+        "add_tags": strings("Tags to add."),
+        "remove_tags": strings("Tags to remove."),
+        "add_aliases": strings("Aliases to add (other names links may use)."),
+        "content_hash": text(HASH),
+        "dry_run": flag(DRY, False),
+    },
+    output=write_schema({"frontmatter": FRONTMATTER}),
+)
 def note_frontmatter(call: Call) -> dict[str, Any]:
     args = call.args
     changes = ("set", "unset", "add_tags", "remove_tags", "add_aliases")
@@ -202,14 +285,14 @@ def note_frontmatter(call: Call) -> dict[str, Any]:
         _needs(exists, args["path"])
         return edit.edit_frontmatter(current, args["path"], lambda fm: _change(fm, args))
 
-    result = apply(
-        call,
+    op = WriteOp(
         args["path"],
         transform,
-        tool="note_frontmatter",
-        expected=args["content_hash"],
+        expected_hash=args["content_hash"],
         dry_run=args["dry_run"],
+        commit_as="note_frontmatter",
     )
+    result = edit.apply(call.vault, op, call.actor)
     after = Frontmatter(frontmatter.split(result.text).yaml_text).plain()
     return {**result.response(), "frontmatter": after}
 
@@ -234,10 +317,26 @@ def _change(fm: Frontmatter, args: dict[str, Any]) -> None:
             fm.set("aliases", after)
 
 
+@tool(
+    title="Delete a note",
+    description=(
+        "Delete a note. It goes to the vault's trash and stays in history, so note_restore "
+        "can bring it back. Check note_backlinks first: the answer lists notes that still "
+        "link to it."
+    ),
+    kind="delete",
+    hints=CHANGE,
+    params={
+        "path": text(NOTE_PATH, required=True),
+        "content_hash": text(HASH),
+        "dry_run": flag(DRY, False),
+    },
+    output=write_schema({"still_linked_from": STRS}),
+)
 def note_delete(call: Call) -> dict[str, Any]:
     args = call.args
     assert call.opened is not None
-    rel = call.vault.resolve_note(args["path"]).rel
+    rel = call.vault.resolve_for_write(args["path"]).rel
     # Asked before the delete: afterwards the index no longer resolves links to it.
     incoming = queries.backlinks(call.opened.index, rel)["incoming"]
     linked = sorted({link["path"] for link in incoming})
@@ -258,6 +357,23 @@ def note_delete(call: Call) -> dict[str, Any]:
     return out
 
 
+@tool(
+    title="Check or uncheck a task",
+    description=(
+        "Check or uncheck one Markdown checkbox, found by its line number (from task_list) or "
+        "its exact text. Pass exactly one of the two."
+    ),
+    kind="write",
+    hints=TOGGLE,
+    params={
+        "path": text(NOTE_PATH, required=True),
+        "line": integer("Line number of the task in the file, from task_list."),
+        "text": text("The task's exact text (instead of line)."),
+        "done": flag("true to check, false to uncheck.", True),
+        "dry_run": flag(DRY, False),
+    },
+    output=write_schema({"task": STR, "done": BOOL}),
+)
 def task_toggle(call: Call) -> dict[str, Any]:
     args = call.args
     if (args["line"] is None) == (args["text"] is None or args["text"] == ""):
@@ -275,7 +391,8 @@ def task_toggle(call: Call) -> dict[str, Any]:
         found["task"] = task.text
         return "\n".join(lines)
 
-    result = apply(call, args["path"], transform, tool="task_toggle", dry_run=args["dry_run"])
+    op = WriteOp(args["path"], transform, dry_run=args["dry_run"], commit_as="task_toggle")
+    result = edit.apply(call.vault, op, call.actor)
     return {**result.response(), "task": found.get("task", ""), "done": args["done"]}
 
 
@@ -297,6 +414,28 @@ def _find_task(rel: str, current: str, line: int | None, wanted: str | None) -> 
     return matches[0]
 
 
+@tool(
+    title="Store an attachment",
+    description=(
+        "Store a file (image, PDF, audio, CSV, …; up to 32 MiB) from base64 and get Markdown "
+        "to embed it. Extensions: png jpg jpeg gif webp svg pdf txt csv json yaml yml mp3 "
+        "m4a wav."
+    ),
+    kind="add",
+    hints=SET,
+    params={
+        "path": text("Path with extension, e.g. attachments/diagram.png.", required=True),
+        "data": text("The file as base64.", required=True),
+        "overwrite": flag(
+            "Replace an existing file (needs delete; the old one goes to the trash).",
+            False,
+        ),
+    },
+    output=result_schema(
+        {"vault": STR, "path": STR, "bytes": INT, "markdown": STR}, {"warnings": STRS}
+    ),
+    blind=("vault", "path", "bytes", "markdown", "warnings"),
+)
 def attachment_put(call: Call) -> dict[str, Any]:
     args = call.args
     try:
@@ -306,10 +445,10 @@ def attachment_put(call: Call) -> dict[str, Any]:
             "data is not valid base64 (standard alphabet, with = padding); "
             "encode the file's bytes and pass the text"
         ) from exc
-    target = call.vault.resolve(args["path"])
+    target = call.vault.resolve_for_write(args["path"], note=False)
     if args["overwrite"] and target.abs.is_file():
         call.require("write", displaces=True)
-    written = edit.put_attachment(
+    written, warnings = edit.put_attachment(
         call.vault, args["path"], data, overwrite=args["overwrite"], actor=call.actor
     )
     name = written.rel.rsplit("/", 1)[-1]
@@ -318,240 +457,5 @@ def attachment_put(call: Call) -> dict[str, Any]:
         "path": written.rel,
         "bytes": len(data),
         "markdown": f"![{name}]({quote(written.rel)})",
+        **({"warnings": warnings} if warnings else {}),
     }
-
-
-def vault_create(call: Call) -> dict[str, Any]:
-    args = call.args
-    ctx = call.context
-    name = paths.check_vault_name(args["name"])
-    if not ctx.ticket.allows_vault(name):
-        raise ForbiddenError(
-            f"your token may not use the vault name {name}; pick a name your "
-            "grant covers or ask for access"
-        )
-    if name in ctx.library.names():
-        raise VaultExistsError(name)
-    opened = ctx.library.create(name, args["layout"], call.actor)
-    chosen = layouts.LAYOUTS[args["layout"]]
-    return {
-        "vault": name,
-        "layout": chosen.name,
-        "directories": list(chosen.directories),
-        "instructions": layouts.read_instructions(opened.vault.root),
-        "message": f"created vault {name} with layout {chosen.name}; pass vault={name!r} "
-        "to the other tools",
-    }
-
-
-CHANGE = Hints(read_only=False, destructive=True, idempotent=False)
-ADD = Hints(read_only=False, destructive=False, idempotent=False)
-SET = Hints(read_only=False, destructive=True, idempotent=True)
-TOGGLE = Hints(read_only=False, destructive=False, idempotent=True)
-
-TOOLS = [
-    Tool(
-        "note_create",
-        "Create a note",
-        "Create a new note with a title, tags and Markdown content. It refuses when a note "
-        "already exists at the path — that is the point: search first (note_search), and "
-        "extend the existing note instead of writing a near-duplicate. Link the new note "
-        "from a related one afterwards.",
-        {
-            "path": text(PATH, required=True),
-            "title": text("Title (default: the file name)."),
-            "content": text(
-                "Markdown body, may open with frontmatter (default: '# <title>').",
-                trim=False,
-            ),
-            "tags": strings('Tags for the frontmatter, e.g. ["project", "ops"].'),
-            "overwrite": flag(
-                "Replace an existing note (needs delete; the old text goes to the trash).",
-                False,
-            ),
-            "dry_run": flag(DRY, False),
-        },
-        write_schema(),
-        "add",
-        CHANGE,
-        note_create,
-        blind=("vault", "path", "bytes", "content_hash", "created", "dry_run", "hint"),
-    ),
-    Tool(
-        "note_write",
-        "Rewrite a note",
-        "Replace a note's whole body. Needs the content_hash from note_read so you never "
-        "overwrite changes you have not seen. Prefer note_edit (exact replacement) or "
-        "note_section_edit (one section) for anything smaller than a rewrite.",
-        {
-            "path": text(PATH, required=True),
-            "content": text("The complete new body (Markdown).", required=True, trim=False),
-            "content_hash": text(
-                HASH,
-                required=True,
-                hint="call note_read first and pass the content_hash it returns",
-            ),
-            "keep_frontmatter": flag(
-                "Keep the existing frontmatter; false writes exactly `content`.",
-                True,
-            ),
-            "dry_run": flag(DRY, False),
-        },
-        write_schema(),
-        "write",
-        SET,
-        note_write,
-    ),
-    Tool(
-        "note_edit",
-        "Edit text in a note",
-        "Replace an exact piece of text in a note — the safest way to change a few words or "
-        "lines. old_string must match character for character and be unique unless "
-        "replace_all is set; copy it from note_read. An empty new_string deletes the text.",
-        {
-            "path": text(PATH, required=True),
-            "old_string": text(
-                "The exact text to replace, with enough context to be unique.",
-                required=True,
-                trim=False,
-            ),
-            "new_string": text(
-                "The replacement text (empty to delete).", required=True, trim=False
-            ),
-            "replace_all": flag("Replace every occurrence, not exactly one.", False),
-            "content_hash": text(HASH),
-            "dry_run": flag(DRY, False),
-        },
-        write_schema({"replacements": INT}),
-        "write",
-        CHANGE,
-        note_edit,
-    ),
-    Tool(
-        "note_section_edit",
-        "Edit a section",
-        "Change one section of a note by its heading: append, prepend, replace, insert "
-        "before/after or delete it, or add text at the start or end of the note. The section "
-        "runs to the next heading of the same or a higher level. Call note_outline to see "
-        "the headings.",
-        {
-            "path": text(PATH, required=True),
-            "mode": choice(
-                "What to do with the section (or the whole note).", sections.MODES, required=True
-            ),
-            "heading": text(
-                "Heading of the section (not needed for append_to_note and "
-                "prepend_to_note), e.g. Open questions."
-            ),
-            "content": text(
-                "Markdown to add or put in place (not needed for delete_section).", trim=False
-            ),
-            "create": flag("Create the note (and heading) if missing.", False),
-            "content_hash": text(HASH),
-            "dry_run": flag(DRY, False),
-        },
-        write_schema(),
-        "write",
-        CHANGE,
-        note_section_edit,
-    ),
-    Tool(
-        "note_frontmatter",
-        "Edit frontmatter",
-        "Set or remove frontmatter fields and add or remove tags and aliases without touching "
-        "the body. Tags and aliases are kept as sorted sets; inline #tags in the text are "
-        "left alone (use tag_rename for those).",
-        {
-            "path": text(PATH, required=True),
-            "set": mapping('Fields to set, e.g. {"status": "done", "due": "2026-02-01"}.'),
-            "unset": strings("Field names to remove."),
-            "add_tags": strings("Tags to add."),
-            "remove_tags": strings("Tags to remove."),
-            "add_aliases": strings("Aliases to add (other names links may use)."),
-            "content_hash": text(HASH),
-            "dry_run": flag(DRY, False),
-        },
-        write_schema({"frontmatter": FRONTMATTER}),
-        "write",
-        SET,
-        note_frontmatter,
-    ),
-    Tool(
-        "note_delete",
-        "Delete a note",
-        "Delete a note. It goes to the vault's trash and stays in history, so note_restore "
-        "can bring it back. Check note_backlinks first: the answer lists notes that still "
-        "link to it.",
-        {
-            "path": text(PATH, required=True),
-            "content_hash": text(HASH),
-            "dry_run": flag(DRY, False),
-        },
-        write_schema({"still_linked_from": STRS}),
-        "delete",
-        CHANGE,
-        note_delete,
-    ),
-    Tool(
-        "task_toggle",
-        "Check or uncheck a task",
-        "Check or uncheck one Markdown checkbox, found by its line number (from task_list) or "
-        "its exact text. Pass exactly one of the two.",
-        {
-            "path": text(PATH, required=True),
-            "line": integer("Line number of the task in the file, from task_list."),
-            "text": text("The task's exact text (instead of line)."),
-            "done": flag("true to check, false to uncheck.", True),
-            "dry_run": flag(DRY, False),
-        },
-        write_schema({"task": STR, "done": BOOL}),
-        "write",
-        TOGGLE,
-        task_toggle,
-    ),
-    Tool(
-        "attachment_put",
-        "Store an attachment",
-        "Store a file (image, PDF, audio, CSV, …; up to 32 MiB) from base64 and get Markdown "
-        "to embed it. Extensions: png jpg jpeg gif webp svg pdf txt csv json yaml yml mp3 "
-        "m4a wav.",
-        {
-            "path": text("Path with extension, e.g. attachments/diagram.png.", required=True),
-            "data": text("The file as base64.", required=True),
-            "overwrite": flag(
-                "Replace an existing file (needs delete; the old one goes to the trash).",
-                False,
-            ),
-        },
-        result_schema({"vault": STR, "path": STR, "bytes": INT, "markdown": STR}),
-        "add",
-        SET,
-        attachment_put,
-        blind=("vault", "path", "bytes", "markdown"),
-    ),
-    Tool(
-        "vault_create",
-        "Create a vault",
-        "Create a new vault with a layout: wiki-raw (sources in raw/, distilled pages in "
-        "wiki/), zettelkasten, para, or empty. Needs the allow_all scope. Vaults are removed "
-        "only by the operator, never by a tool.",
-        {
-            "name": text(
-                "Vault name: 1-64 of a-z, 0-9, _, -; first a letter or digit.",
-                required=True,
-            ),
-            "layout": choice(
-                "Folder layout.",
-                tuple(layouts.LAYOUTS),
-                "wiki-raw",
-            ),
-        },
-        result_schema(
-            {"vault": STR, "layout": STR, "directories": STRS, "instructions": STR, "message": STR}
-        ),
-        "vault_create",
-        ADD,
-        vault_create,
-        uses_vault=False,
-    ),
-]

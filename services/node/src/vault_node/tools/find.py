@@ -1,0 +1,518 @@
+"""Tools that look across a vault and change nothing (spec §13.1, §13.6): the vaults, their
+counts and review, listing and searching notes, grep, tags, tasks, attachments.
+
+Most answer from the index; `note_list` and `vault_grep` walk the disk. Reading one note or
+file is `tools/read`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vault_core import (
+    NOTE_LIMIT,
+    VaultError,
+    deadline,
+    hybrid,
+    layouts,
+    queries,
+    scope,
+    search,
+)
+from vault_node import grammar
+from vault_node.errors import ArgumentError
+from vault_node.tools.base import READS, Call, choice, flag, integer, strings, text, tool
+from vault_node.tools.common import (
+    check_prefix,
+    modified,
+)
+from vault_node.tools.shape import BOOL, INT, NUM, STR, STRS, arr, obj, result_schema
+
+VAULT_ROW = obj(
+    {"name": STR, "is_default": BOOL},
+    {
+        "notes": INT,
+        "attachments": INT,
+        "words": INT,
+        "bytes": INT,
+        "last_modified": STR,
+        "versioned": BOOL,
+        "has_instructions": BOOL,
+        "opening": BOOL,
+    },
+)
+STATS = obj(
+    {
+        "notes": INT,
+        "attachments": INT,
+        "words": INT,
+        "bytes": INT,
+        "tags": INT,
+        "links": INT,
+        "broken_links": INT,
+        "orphans": INT,
+        "open_tasks": INT,
+        "last_modified": STR,
+        "top_tags": STRS,
+        "skipped": INT,
+    }
+)
+SKIPPED = obj({"path": STR, "reason": STR})
+SKIPPED_SHOWN = 100  # vault_stats lists this many skipped files; `stats.skipped` counts all
+
+
+HIT = obj(
+    {
+        "path": STR,
+        "title": STR,
+        "score": NUM,
+        "snippet": STR,
+        "tags": STRS,
+        "modified": STR,
+        "bytes": INT,
+        "matched": STRS,
+        "section": STR,
+        "kind": STR,
+    }
+)
+
+EMBEDDING = obj({"model": STR, "embedded": INT, "total": INT, "done": BOOL})
+
+ENTRY = obj({"path": STR, "bytes": INT, "modified": STR})
+
+
+REVIEWED = obj({"path": STR, "title": STR, "reason": STR, "detail": STR})
+LIMIT_OFFSET = "Skip this many results first, to page through long lists (default 0)."
+
+
+@tool(
+    title="List vaults",
+    description=(
+        "List the vaults you can use, with note counts, size, last change, whether each is "
+        "versioned and has instructions, and which is the default. Call it first when you do "
+        "not know which vault holds what; every other tool takes the name as `vault`. A "
+        "vault still being opened (its first index) is listed with opening: true and no "
+        "counts; calls to it ask you to retry until it is ready."
+    ),
+    kind="read",
+    hints=READS,
+    params={},
+    output=result_schema({"vaults": arr(VAULT_ROW), "default_vault": STR}),
+    uses_vault=False,
+)
+def vault_list(call: Call) -> dict[str, Any]:
+    ctx = call.context
+    rows = []
+    for name in ctx.library.names():
+        if not ctx.ticket.allows_vault(name):
+            continue
+        opened = ctx.library.ready(name)
+        if opened is None:  # its first index is being built: listed, not waited for
+            rows.append(
+                {"name": name, "is_default": name == ctx.config.default_vault, "opening": True}
+            )
+            continue
+        with scope.applied(ctx.ticket.reach(name)):  # counts of what the caller may see
+            stats = queries.stats(opened.index)
+        rows.append(
+            {
+                "name": name,
+                "notes": stats["notes"],
+                "attachments": stats["attachments"],
+                "words": stats["words"],
+                "bytes": stats["bytes"],
+                "last_modified": stats["last_modified"],
+                "is_default": name == ctx.config.default_vault,
+                "versioned": opened.git is not None,
+                "has_instructions": bool(layouts.read_instructions(opened.vault.root).strip()),
+            }
+        )
+    return {"vaults": rows, "default_vault": ctx.config.default_vault}
+
+
+@tool(
+    title="Vault statistics",
+    description=(
+        "Counts for one vault: notes, attachments, words, tags, links, broken links, orphans, "
+        "open tasks, last change and the ten most used tags, plus the files the node skips "
+        "(name not UTF-8, unreadable, looping or escaping links) with a reason code. Cheap; "
+        "use it to get a sense of a vault before searching. For a to-do list of problems use "
+        "vault_review."
+    ),
+    kind="read",
+    hints=READS,
+    params={},
+    output=result_schema(
+        {"vault": STR, "stats": STATS, "skipped": arr(SKIPPED)}, {"embedding": EMBEDDING}
+    ),
+)
+def vault_stats(call: Call) -> dict[str, Any]:
+    assert call.opened is not None
+    index = call.opened.index
+    skipped = queries.skipped(index, SKIPPED_SHOWN)
+    found = {"vault": call.vault.name, "stats": queries.stats(index), "skipped": skipped}
+    if call.opened.vectors is not None and scope.current() is None:
+        # Progress counts every note of the vault: not shown to a caller with path rules.
+        found["embedding"] = call.opened.vectors.progress().as_dict()
+    return found
+
+
+@tool(
+    title="List files",
+    description=(
+        "List files (notes and attachments) under a folder, sorted and paged. Use it to browse "
+        "a folder or find a path by name pattern; to find notes by what they say, use "
+        "note_search instead."
+    ),
+    kind="read",
+    hints=READS,
+    params={
+        "prefix": text("Folder to list, e.g. wiki or projects/alpha; omit for the whole vault."),
+        "glob": text(
+            "Path pattern matched against the whole vault-relative path; * and ? stay "
+            "within one folder, e.g. wiki/*.md or journal/2026/*.md."
+        ),
+        "sort": choice(
+            "Order: modified (newest first, default), path (A-Z) or size (largest first).",
+            ("modified", "path", "size"),
+            "modified",
+        ),
+        "limit": integer(
+            "How many entries to return (default 100, clamped to 1-500).", 100, clamp=(1, 500)
+        ),
+        "offset": integer(LIMIT_OFFSET, 0, clamp=(0, 10**9)),
+    },
+    output=result_schema({"vault": STR, "total": INT, "returned": INT, "entries": arr(ENTRY)}),
+)
+def note_list(call: Call) -> dict[str, Any]:
+    args = call.args
+    prefix = check_prefix(call.vault, args["prefix"])
+    pattern = grammar.glob_regex(args["glob"]) if args["glob"] else None
+    walked = deadline.checked(call.vault.walk(prefix))
+    entries = [e for e in walked if pattern is None or pattern.fullmatch(e.rel)]
+    if args["sort"] == "path":
+        entries.sort(key=lambda e: e.rel)
+    elif args["sort"] == "size":
+        entries.sort(key=lambda e: (-e.size, e.rel))
+    else:
+        entries.sort(key=lambda e: (-e.mtime_ns, e.rel))
+    page = entries[args["offset"] : args["offset"] + args["limit"]]
+    return {
+        "vault": call.vault.name,
+        "total": len(entries),
+        "returned": len(page),
+        "entries": [
+            {"path": e.rel, "bytes": e.size, "modified": modified(e.mtime_ns)} for e in page
+        ],
+    }
+
+
+@tool(
+    title="Search notes",
+    description=(
+        "Search titles and bodies: ask in plain words, as a question if you like (ranked: "
+        "notes holding more of your words, and rarer ones, first; word forms and CJK text "
+        "match), with optional filters for tags, folder, path pattern and modification "
+        "time. This is the first tool for finding anything; search before you create a "
+        "note. Without a query it lists the newest notes matching the filters. For exact "
+        "strings or regular expressions use vault_grep."
+    ),
+    kind="read",
+    hints=READS,
+    params={
+        "query": text(
+            'What to find, e.g. how do I rotate the API key? ("quoted words" stay '
+            "together, word* is a prefix); empty to filter only."
+        ),
+        "mode": choice(
+            "hybrid (default once the vault's vectors are made): by words and by "
+            "meaning; keyword: by words only; semantic: by meaning only.",
+            hybrid.MODES,
+        ),
+        "syntax": choice(
+            "natural (default): any words, never a syntax error; fts: SQLite FTS5 "
+            "syntax (AND, OR, NOT, NEAR, column:, all words must occur; keyword mode).",
+            search.SYNTAXES,
+            "natural",
+        ),
+        "tags": strings(
+            "Only notes carrying all these tags (a tag also matches its "
+            'subtags), e.g. ["project", "ops"] or "project,ops".'
+        ),
+        "prefix": text("Only notes under this folder, e.g. wiki."),
+        "glob": text("Only paths matching this pattern, e.g. wiki/*.md."),
+        "modified_after": text("Only notes changed since then: " + grammar.TIME_FORMS + "."),
+        "limit": integer(
+            "How many hits (default 25; values <= 0 or > 200 mean 25).", 25, reset=(1, 200)
+        ),
+        "offset": integer(LIMIT_OFFSET, 0, clamp=(0, 10**9)),
+    },
+    output=result_schema(
+        {"vault": STR, "mode": STR, "total": INT, "returned": INT, "hits": arr(HIT)},
+        {"hint": STR, "embedding": EMBEDDING},
+    ),
+)
+def note_search(call: Call) -> dict[str, Any]:
+    args = call.args
+    assert call.opened is not None
+    if args["glob"]:
+        grammar.glob_regex(args["glob"])  # refuse a malformed pattern with a clear message
+    after = None
+    if args["modified_after"]:
+        moment = grammar.parse_time(args["modified_after"], call.vault.now(), "modified_after")
+        # SQLite integers end at 2**63-1 (year 2262): a later date simply finds nothing new.
+        after = min(int(moment.timestamp() * 1_000_000_000), 2**63 - 1)
+    filters = search.Filters(
+        tags=args["tags"] or (),
+        prefix=check_prefix(call.vault, args["prefix"]),
+        glob=args["glob"] or "",
+        modified_after_ns=after,
+    )
+    call.opened.fresh()
+    answer = hybrid.find(
+        call.opened.index,
+        call.opened.vectors,
+        args["query"] or "",
+        filters,
+        limit=args["limit"],
+        offset=args["offset"],
+        mode=args["mode"],
+        syntax=args["syntax"],
+    )
+    found = answer.results
+    result: dict[str, Any] = {
+        "vault": call.vault.name,
+        "mode": answer.mode,
+        "total": found.total,
+        "returned": len(found.hits),
+        "hits": [vars(hit) for hit in found.hits],
+    }
+    if answer.embedding is not None:
+        result["embedding"] = answer.embedding
+    if found.total == 0:
+        result["hint"] = (
+            "nothing found; try fewer or other words, drop a filter, or use vault_grep for "
+            "exact text and regular expressions"
+        )
+    return result
+
+
+@tool(
+    title="Grep notes",
+    description=(
+        "Scan every note line by line for a regular expression and return matching lines with "
+        "context. Use it for exact strings, code, URLs or patterns that full-text search "
+        "cannot express; for topics and words prefer note_search, which is ranked and faster."
+    ),
+    kind="read",
+    hints=READS,
+    params={
+        "pattern": text(
+            "Regular expression in RE2 (Go) syntax, without backreferences or lookaround, "
+            "e.g. TODO|FIXME or \\bv[0-9]+\\.[0-9]+\\b.",
+            required=True,
+            trim=False,
+        ),
+        "case_sensitive": flag("Match case exactly (default false: case is ignored).", False),
+        "prefix": text("Only notes under this folder, e.g. wiki."),
+        "context": integer(
+            "Lines of context around each match (default 1, clamped to 0-5).", 1, clamp=(0, 5)
+        ),
+        "limit": integer(
+            "Stop after this many matches (default 50, clamped to 1-300).", 50, clamp=(1, 300)
+        ),
+        "include_content": flag(
+            "Accepted for compatibility; has no effect (the matching line is always returned).",
+            False,
+        ),
+    },
+    output=result_schema(
+        {
+            "vault": STR,
+            "matches": arr(obj({"path": STR, "line": INT, "text": STR, "context": STRS})),
+            "notes_scanned": INT,
+            "truncated": BOOL,
+        }
+    ),
+)
+def vault_grep(call: Call) -> dict[str, Any]:
+    args = call.args
+    regex = grammar.compile_regex(args["pattern"], case_sensitive=args["case_sensitive"])
+    span, limit = args["context"], args["limit"]
+    matches: list[dict[str, Any]] = []
+    scanned = 0
+    for entry in deadline.checked(call.vault.notes(check_prefix(call.vault, args["prefix"]))):
+        if entry.size > NOTE_LIMIT:
+            continue
+        try:
+            lines = call.vault.read_note(entry.rel).text.split("\n")
+        except VaultError:
+            continue  # unreadable (not UTF-8, vanished): grep skips it like the index does
+        scanned += 1
+        for number, line in enumerate(lines):
+            if regex.search(line) is None:
+                continue
+            if len(matches) >= limit:
+                return _grep_result(call, matches, scanned, truncated=True)
+            around = [
+                f"{n + 1}: {lines[n][:500]}"
+                for n in range(max(0, number - span), min(len(lines), number + span + 1))
+                if n != number
+            ]
+            matches.append(
+                {"path": entry.rel, "line": number + 1, "text": line[:1000], "context": around}
+            )
+    return _grep_result(call, matches, scanned, truncated=False)
+
+
+def _grep_result(
+    call: Call, matches: list[dict[str, Any]], scanned: int, *, truncated: bool
+) -> dict[str, Any]:
+    return {
+        "vault": call.vault.name,
+        "matches": matches,
+        "notes_scanned": scanned,
+        "truncated": truncated,
+    }
+
+
+@tool(
+    title="List tags",
+    description=(
+        "Every tag with the number of notes carrying it, most used first (frontmatter and "
+        "inline #tags merged, lowercase). Check it before inventing a new tag."
+    ),
+    kind="read",
+    hints=READS,
+    params={
+        "prefix": text("Only tags starting with this, e.g. project/ (a leading # is ignored)."),
+        "limit": integer("How many tags (default 200, clamped to 1-1000).", 200, clamp=(1, 1000)),
+    },
+    output=result_schema(
+        {"vault": STR, "tags": arr(obj({"tag": STR, "notes": INT})), "count": INT}
+    ),
+)
+def tag_list(call: Call) -> dict[str, Any]:
+    assert call.opened is not None
+    found = queries.tag_list(call.opened.index, call.args["prefix"] or "", call.args["limit"])
+    return {"vault": call.vault.name, "tags": found, "count": len(found)}
+
+
+@tool(
+    title="List tasks",
+    description=(
+        "Markdown checkboxes (- [ ] …) across the vault, sorted by path and line. The line "
+        "numbers are what task_toggle takes."
+    ),
+    kind="read",
+    hints=READS,
+    params={
+        "include_done": flag("Also list checked tasks (default false).", False),
+        "prefix": text("Only tasks in notes under this folder, e.g. projects."),
+        "contains": text("Only tasks whose text contains this (case-insensitive)."),
+        "limit": integer(
+            "How many tasks (default 100; values <= 0 or > 500 mean 100).", 100, reset=(1, 500)
+        ),
+    },
+    output=result_schema(
+        {
+            "vault": STR,
+            "tasks": arr(
+                obj({"path": STR, "line": INT, "text": STR, "done": BOOL, "note_title": STR})
+            ),
+            "count": INT,
+        }
+    ),
+)
+def task_list(call: Call) -> dict[str, Any]:
+    assert call.opened is not None
+    args = call.args
+    found = queries.tasks(
+        call.opened.index,
+        include_done=args["include_done"],
+        prefix=check_prefix(call.vault, args["prefix"]),
+        contains=args["contains"] or "",
+        limit=args["limit"],
+    )
+    return {"vault": call.vault.name, "tasks": found, "count": len(found)}
+
+
+@tool(
+    title="List attachments",
+    description=(
+        "Attachments (images, PDFs, …) under a folder, with how many notes link to each. "
+        "Use it to find unused attachments or the path to embed."
+    ),
+    kind="read",
+    hints=READS,
+    params={
+        "prefix": text(
+            'Folder to list (default attachments; pass "" for the whole vault).',
+            default="attachments",
+        ),
+        "limit": integer("How many (default 100, clamped to 1-500).", 100, clamp=(1, 500)),
+    },
+    output=result_schema(
+        {
+            "vault": STR,
+            "attachments": arr(
+                obj({"path": STR, "bytes": INT, "modified": STR, "references": INT})
+            ),
+            "count": INT,
+        }
+    ),
+)
+def attachment_list(call: Call) -> dict[str, Any]:
+    assert call.opened is not None
+    prefix = check_prefix(call.vault, call.args["prefix"])
+    found = queries.attachments(call.opened.index, prefix, call.args["limit"])
+    return {"vault": call.vault.name, "attachments": found, "count": len(found)}
+
+
+@tool(
+    title="Review a vault",
+    description=(
+        "A maintenance to-do list: stubs, orphans (no links in or out), broken links, stale "
+        "notes, open tasks and files the node skips (reason code, detail says the fix). Use it "
+        "to decide what to merge, link, update or finish."
+    ),
+    kind="read",
+    hints=READS,
+    params={
+        "stale_after": text(
+            "Age after which a note is stale, as a span: 365d, 12w, 6m, 1y.",
+            default="365d",
+        ),
+        "limit": integer("Items per category (1-100).", 15, clamp=(1, 100)),
+        "only": choice("Just one category.", queries.REVIEW_CATEGORIES),
+    },
+    output=result_schema(
+        {
+            "vault": STR,
+            "stats": STATS,
+            "items": {"type": "object", "additionalProperties": arr(REVIEWED)},
+            "count": INT,
+        }
+    ),
+)
+def vault_review(call: Call) -> dict[str, Any]:
+    args = call.args
+    assert call.opened is not None
+    if not grammar.is_span(args["stale_after"]):
+        raise ArgumentError(
+            f"stale_after {args['stale_after']!r} is not a span; use e.g. 365d, 12w, 6m or 1y"
+        )
+    cutoff = call.vault.now() - grammar.parse_span(args["stale_after"])
+    call.opened.fresh()
+    items = queries.review(
+        call.opened.index,
+        stale_before_ns=int(cutoff.timestamp() * 1e9),
+        limit=args["limit"],
+        only=args["only"],
+    )
+    return {
+        "vault": call.vault.name,
+        "stats": queries.stats(call.opened.index),
+        "items": items,
+        "count": sum(len(found) for found in items.values()),
+    }
