@@ -40,6 +40,7 @@ from center import testing as t
 from center.app import create_app
 from center.config import Settings
 from center.console.testing import Browser
+from center.oauth import testing as o
 
 POSTGRES = os.environ.get("SECONDBRAIN_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -144,6 +145,13 @@ def live(settings: Settings, clock: t.Clock) -> Iterator[t.Live]:
 @pytest_asyncio.fixture
 async def app(settings: Settings, clock: t.Clock) -> AsyncIterator[FastAPI]:
     async with t.running(settings, clock) as running:
+        yield running
+
+
+@pytest_asyncio.fixture
+async def center(settings: Settings, clock: t.Clock) -> AsyncIterator[FastAPI]:
+    """A center whose password hashing is fast: for the sign-in tests, which hash many."""
+    async with t.running(settings, clock, passwords=o.fast_passwords()) as running:
         yield running
 
 

@@ -202,7 +202,9 @@ async def test_a_code_expires_after_15_minutes(http: Client, smtp: Any, clock: t
     await register(http)
     code = code_in(smtp.messages[0])
     clock.advance(15 * 60)
-    assert (await verify(http, code)).status_code == 400
+    t.refused(
+        await verify(http, code), 400, "invalid_argument", "code: unknown, used or expired code"
+    )
     assert await count(http, Member) == 0
     assert (await register(http)).status_code == 202
     assert len(smtp.messages) == 2
@@ -223,8 +225,10 @@ async def test_wrong_codes_burn_the_registration(http: Client, smtp: Any) -> Non
     code = code_in(smtp.messages[0])
     for _ in range(5):
         wrong = await verify(http, "A" * 43)
-        assert wrong.status_code == 400
-    assert (await verify(http, code)).status_code == 400
+        t.refused(wrong, 400, "invalid_argument", "code: unknown, used or expired code")
+    t.refused(
+        await verify(http, code), 400, "invalid_argument", "code: unknown, used or expired code"
+    )
     assert await count(http, PendingAccount) == 0
     rejects = [r["reason"] for r in await audit(http) if r["action"] == "account.reject"]
     assert rejects == ["wrong code"] * 4 + ["wrong code; registration cancelled"]
@@ -259,7 +263,10 @@ async def test_a_bad_address_is_refused_before_any_mail(
     http: Client, smtp: Any, email: str
 ) -> None:
     refused = await register(http, email)
-    assert refused.status_code in (400, 422)
+    if refused.status_code == 422:  # over the field's length: refused by the body's schema
+        t.refused(refused, 422, "invalid_request", "email")
+    else:
+        t.refused(refused, 400, "invalid_argument", "email: use an ASCII address")
     assert smtp.messages == []
 
 
@@ -304,7 +311,7 @@ async def test_without_a_node_the_code_survives_until_one_is_registered(
         await register(http)
         code = code_in(smtp.messages[0])
         refused = await verify(http, code)
-        assert refused.status_code == 503
+        t.refused(refused, 503, "unavailable", "no vault node is registered to hold a new vault")
         assert await count(http, Member) == 0
         await add_node(http)
         assert (await verify(http, code)).status_code == 201
@@ -349,9 +356,19 @@ async def test_registration_is_off_by_default(client: httpx.AsyncClient) -> None
     assert closed.status_code == 403
     assert "closed" in closed.json()["error"]["message"]
     body = {"email": ADDRESS, "code": "x" * 43, "password": PASSWORD}
-    assert (await client.post("/v1/accounts/verify", json=body)).status_code == 403
+    t.refused(
+        await client.post("/v1/accounts/verify", json=body),
+        403,
+        "forbidden",
+        "registration is closed on this center",
+    )
     username = {"username": "ada", "password": PASSWORD}
-    assert (await client.post("/v1/accounts/register", json=username)).status_code == 403
+    t.refused(
+        await client.post("/v1/accounts/register", json=username),
+        403,
+        "forbidden",
+        "registration is closed on this center",
+    )
     assert (await client.get("/v1/members", headers=t.ADMIN)).json() == {"members": []}
 
 
@@ -377,7 +394,7 @@ async def test_a_full_center_takes_no_more_registrations(
         await register(http)
         assert (await verify(http, code_in(smtp.messages[0]))).status_code == 201
         full = await register(http, "bob@example.org")
-        assert full.status_code == 403
+        t.refused(full, 403, "forbidden", "this center takes no more registrations")
         assert len(smtp.messages) == 1
 
 

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
 from fastapi import FastAPI
 
 from center import testing as t
 from center.app import error_response
+from center.routes.deps import ErrorBody
+
+SUCCESS = ("200", "201", "202")
 
 
 def assert_error_shape(response: httpx.Response, status: int, code: str) -> None:
     assert response.status_code == status, response.text
     body = response.json()
+    ErrorBody.model_validate(body)  # the body the OpenAPI schema declares for every error
     assert set(body) == {"error"}
     assert set(body["error"]) == {"code", "message"}
     assert body["error"]["code"] == code
@@ -127,3 +133,86 @@ async def test_every_route_is_in_the_openapi_schema(
         assert methods <= set(paths[path]), path
     assert "HTTPBearer" in schema["components"]["securitySchemes"]
     assert all(op.get("summary") for item in paths.values() for op in item.values())
+
+
+def _object(schema: dict[str, Any], components: dict[str, Any]) -> bool:
+    """Whether `schema` is an object schema with named properties (a `$ref` to one, or a
+    choice of such), not `{}` or a bare `{"type": "object"}`."""
+    if "$ref" in schema:
+        schema = components[schema["$ref"].rsplit("/", 1)[-1]]
+    if "anyOf" in schema:
+        return all(_object(part, components) for part in schema["anyOf"])
+    return schema.get("type") == "object" and bool(schema.get("properties"))
+
+
+def _untyped_answers(schema: dict[str, Any]) -> list[str]:
+    """Every operation that declares no success answer, or a success answer in a media
+    type without a schema for it; JSON and NDJSON (each line) must be an object schema."""
+    components = schema["components"]["schemas"]
+    found = []
+    for path, item in schema["paths"].items():
+        for method, operation in item.items():
+            answers = {s: a for s, a in operation["responses"].items() if s in SUCCESS}
+            if not answers and "302" not in operation["responses"]:
+                found.append(f"{method.upper()} {path}: no success answer")
+            for status, answer in answers.items():
+                for media, content in answer.get("content", {}).items():
+                    shape = content.get("schema", {})
+                    objects = media in {"application/json", "application/x-ndjson"}
+                    if not shape or (objects and not _object(shape, components)):
+                        found.append(f"{method.upper()} {path} {status} {media}: {shape}")
+    return found
+
+
+@pytest.mark.asyncio
+async def test_every_route_declares_the_schema_of_its_answer(client: httpx.AsyncClient) -> None:
+    schema = (await client.get("/openapi.json")).json()
+    assert _untyped_answers(schema) == []
+
+
+@pytest.mark.asyncio
+async def test_every_api_route_declares_the_error_body(client: httpx.AsyncClient) -> None:
+    schema = (await client.get("/openapi.json")).json()
+    error = {"$ref": "#/components/schemas/ErrorBody"}
+    missing = [
+        f"{method.upper()} {path}"
+        for path, item in schema["paths"].items()
+        if path.startswith(("/v1/", "/healthz", "/.well-known/jwks.json"))
+        for method, operation in item.items()
+        for status in ("4XX", "5XX")
+        if operation["responses"].get(status, {}).get("content", {}).get("application/json")
+        != {"schema": error}
+    ]
+    assert missing == []
+
+
+def test_the_check_names_a_route_that_answers_an_untyped_object() -> None:
+    named = {"$ref": "#/components/schemas/Named"}
+    schema = {
+        "components": {"schemas": {"Named": {"type": "object", "properties": {"a": {}}}}},
+        "paths": {
+            "/typed": {"get": {"responses": {"200": _json(named)}}},
+            "/loose": {"post": {"responses": {"201": _json({"type": "object"})}}},
+            "/any": {"get": {"responses": {"200": _json({})}}},
+            "/page": {"get": {"responses": {"200": {"content": {"text/html": {}}}}}},
+            "/text": {"get": {"responses": {"200": _content("text/html", {"type": "string"})}}},
+            "/lines": {"get": {"responses": {"200": _content("application/x-ndjson", {})}}},
+            "/rows": {"get": {"responses": {"200": _content("application/x-ndjson", named)}}},
+            "/gone": {"delete": {"responses": {"422": _json({})}}},
+        },
+    }
+    assert _untyped_answers(schema) == [
+        "POST /loose 201 application/json: {'type': 'object'}",
+        "GET /any 200 application/json: {}",
+        "GET /page 200 text/html: {}",
+        "GET /lines 200 application/x-ndjson: {}",
+        "DELETE /gone: no success answer",
+    ]
+
+
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return _content("application/json", schema)
+
+
+def _content(media: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"content": {media: {"schema": schema}}}

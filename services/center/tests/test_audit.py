@@ -21,6 +21,7 @@ import pytest
 from center import testing as t
 from center.config import Settings
 from center.errors import AuditChainError
+from center.routes.audit import AuditLine
 from tickets import chain_verify, make_record, to_line
 
 Lines = list[str]
@@ -254,7 +255,12 @@ async def test_the_export_filters_by_vault_and_seq_range(client: httpx.AsyncClie
     assert [r["seq"] for r in everything] == [1, 2, 3, 4]
     assert [r["subject"] for r in await _records(client, t.ADMIN, "?vault=ops")] == ["b"]
     assert [r["seq"] for r in await _records(client, t.ADMIN, "?since=2&until=3")] == [2, 3]
-    assert (await client.get("/v1/audit?since=3&until=2", headers=t.ADMIN)).status_code == 400
+    t.refused(
+        await client.get("/v1/audit?since=3&until=2", headers=t.ADMIN),
+        400,
+        "invalid_argument",
+        "until: must not be below since",
+    )
 
 
 @pytest.mark.asyncio
@@ -263,13 +269,28 @@ async def test_a_vault_manager_sees_only_its_vaults_records(client: httpx.AsyncC
     await t.add_member(client, "b", ["ops"])
     mine = await _records(client, team_admin)
     assert {r["vault"] for r in mine} == {"team"}
-    assert (await client.get("/v1/audit?vault=ops", headers=team_admin)).status_code == 403
+    t.refused(
+        await client.get("/v1/audit?vault=ops", headers=team_admin),
+        403,
+        "forbidden",
+        "only an admin or owner of vault 'ops' may read its audit",
+    )
     two = t.bearer(await t.add_member(client, "two", ["ops", "team"], role="owner", scope="all"))
-    assert (await client.get("/v1/audit", headers=two)).status_code == 400
+    t.refused(
+        await client.get("/v1/audit", headers=two),
+        400,
+        "invalid_argument",
+        "vault: name the vault whose records you want",
+    )
     everywhere = t.bearer(await t.add_member(client, "all", ["*"], role="owner", scope="all"))
     assert all(r["vault"] is not None for r in await _records(client, everywhere))
     reader = t.bearer(await t.add_member(client, "reed", ["team"]))
-    assert (await client.get("/v1/audit", headers=reader)).status_code == 403
+    t.refused(
+        await client.get("/v1/audit", headers=reader),
+        403,
+        "forbidden",
+        "only an admin or owner of vault 'team' may read its audit",
+    )
 
 
 @pytest.mark.asyncio
@@ -277,6 +298,32 @@ async def test_a_token_shaped_value_never_reaches_the_log(client: httpx.AsyncCli
     token_like = "eyJhbGciOiJFZDI1NTE5In0.eyJzdWIiOiJ4In0.c2ln"
     body = {"vault": "team", "reason": f"see {token_like}", "resource": [t.RESOURCE]}
     response = await client.post("/v1/grants", json=body, headers=t.ADMIN)
-    assert response.status_code == 400
+    t.refused(response, 400, "invalid_argument", "reason: looks like a token")
     assert token_like not in (await client.get("/v1/audit", headers=t.ADMIN)).text
     assert (await client.get("/v1/grants", headers=t.ADMIN)).json()["grants"] == []
+
+
+@pytest.mark.asyncio
+async def test_every_exported_line_is_the_audit_line_the_schema_declares(
+    client: httpx.AsyncClient,
+) -> None:
+    await t.add_member(client, "pat", paths={"team": {"read": ["projects"]}})
+    body = {"vault": "team", "resource": [t.RESOURCE], "scope": "all", "minutes": 10}
+    root = (await client.post("/v1/grants", json=body, headers=t.ADMIN)).json()
+    delegated = body | {"scope": "rw", "minutes": 5}
+    child = await client.post("/v1/grants", json=delegated, headers=t.bearer(root["token"]))
+    assert child.status_code == 201, child.text
+    await client.delete(f"/v1/grants/{root['id']}", headers=t.ADMIN)
+    lines = (await client.get("/v1/audit", headers=t.ADMIN)).text.splitlines()
+    records = [AuditLine.model_validate_json(line, strict=True) for line in lines]
+    assert [r.action for r in records] == [
+        "key.activate",
+        "member.add",
+        "grant.issue",
+        "grant.issue",
+        "grant.revoke",
+        "grant.revoke",  # the delegation goes with its parent
+    ]
+    rules = '{"team":{"exclude":[],"read":["projects"],"write":["projects"]}}'
+    assert (records[1].paths, records[3].via_grant) == (rules, root["id"])
+    assert all(isinstance(r.expiry, int) for r in records[2:4])

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from center import cli
 from center import testing as t
 from center.cli import app
+from center.oauth import testing as o
 from center.remote import Remote
 from tickets import SigningKey, make_record, to_line
 
@@ -492,3 +493,118 @@ def test_audit_head_refuses_a_feed_signed_by_another_key(
     result = invoke("audit", "head", env=remote)
     assert result.exit_code == 1
     assert "error (bad_snapshot)" in result.output
+
+
+ACME_ARGS = (
+    *("--read-path", "team:projects/acme", "--write-path", "team:projects/acme/inbox"),
+    *("--exclude", "team:projects/acme/hr"),
+)
+ACME_RULES = {
+    "team": {
+        "read": ["projects/acme"],
+        "write": ["projects/acme/inbox"],
+        "exclude": ["projects/acme/hr"],
+    }
+}
+ACME_LINE = "team: read projects/acme; write projects/acme/inbox; except projects/acme/hr"
+
+
+def test_path_rules_are_given_as_vault_folder_and_listed_on_one_line(
+    remote: dict[str, str],
+) -> None:
+    owner = _member_env(remote, "olga", "--role", "owner", "--scope", "all", *ACME_ARGS)
+    shown = invoke("member", "list", env=remote)
+    assert ACME_LINE in " ".join(shown.output.split()), shown.output
+    issued = invoke(
+        "grant",
+        "issue",
+        "--vault",
+        "team",
+        "--resource",
+        t.RESOURCE,
+        "--read-path",
+        "team:projects/acme/inbox",
+        "--as-member",
+        "--json",
+        env=owner,
+    )
+    assert json.loads(issued.output)["issued_by"] == "olga"
+    assert json.loads(issued.output)["paths"]["team"]["read"] == ["projects/acme/inbox"]
+    minted = invoke("token", "issue", "--resource", t.RESOURCE, "--json", env=owner)
+    assert json.loads(minted.output)["paths"] == ACME_RULES
+    cleared = invoke("member", "set", "olga", "--no-paths", "--json", env=remote)
+    assert json.loads(cleared.output)["paths"] == {}
+
+
+def test_a_path_rule_without_its_vault_or_reaching_out_is_refused(
+    remote: dict[str, str],
+) -> None:
+    bare = invoke("member", "add", "--unplaced", "bo", "--vault", "team", "--read-path", "x")
+    assert bare.exit_code == 1
+    assert "write VAULT:FOLDER, e.g. team:projects/acme" in bare.output
+    member = _member_env(remote, "rita", "--read-path", "team:projects/acme")
+    wider = invoke(
+        "token", "issue", "--resource", t.RESOURCE, "--read-path", "team:projects", env=member
+    )
+    assert wider.exit_code == 1
+    assert "reach further than the rules of rita" in " ".join(wider.output.split())
+    escaping = invoke("member", "set", "rita", "--read-path", "team:../up", env=remote)
+    assert "path rule '../up' leaves the vault" in " ".join(escaping.output.split())
+
+
+def test_write_paths_and_exclusions_alone_read_the_whole_vault(remote: dict[str, str]) -> None:
+    whole = ("--write-path", "team:inbox", "--exclude", "team:hr")
+    member = _member_env(remote, "wes", *whole)
+    minted = invoke("token", "issue", "--resource", t.RESOURCE, "--json", env=member)
+    assert json.loads(minted.output)["paths"] == {
+        "team": {"read": None, "write": ["inbox"], "exclude": ["hr"]}
+    }
+    shown = " ".join(invoke("member", "list", env=remote).output.split())
+    assert "team: read the whole vault; write inbox; except hr" in shown
+
+
+def test_an_id_that_begins_with_a_dash_is_taken_as_the_id(remote: dict[str, str]) -> None:
+    """A kid is a base64url thumbprint and member ids may begin with '-': one key in 64
+    has such a kid, and `key revoke <kid>` must reach the center rather than fail on an
+    'unknown option'."""
+    dashed = next(k.kid for k in iter(SigningKey.generate, None) if k.kid.startswith("-"))
+    unknown = invoke("key", "revoke", dashed, "--reason", "leak", env=remote)
+    assert unknown.exit_code == 1, unknown.output
+    assert "No such option" not in unknown.output
+    assert "error (not_found)" in unknown.output
+    created = invoke("member", "add", "--unplaced", "--vault", "team", "--", "-dash", env=remote)
+    assert created.exit_code == 0, created.output
+    removed = invoke("member", "remove", "-dash", "--json", env=remote)
+    assert removed.exit_code == 0, removed.output
+    assert invoke("member", "remove", "-dash", env=remote).exit_code == 1  # gone
+    typo = invoke("member", "set", "rita", "--rol", "admin", env=remote)
+    assert typo.exit_code == 2  # a mistyped option is still refused, never taken as a value
+    assert "--rol" in typo.output
+
+
+@pytest.mark.asyncio
+async def test_consents_are_listed_and_revoked(server: str, remote: dict[str, str]) -> None:
+    member = _member_env(remote, "rita", "--role", "editor", "--scope", "rw")
+    async with httpx.AsyncClient(base_url=server, timeout=30) as http:
+        await o.add_node(http)
+        body = {"password": o.PASSWORD}
+        assert (await http.patch("/v1/members/rita", json=body, headers=t.ADMIN)).is_success
+        client_id = await o.register(http)
+        signed = await o.sign_in(http, o.authorize_params(client_id, o.pkce()), username="rita")
+        assert "code" in o.redirect_params(signed)
+    every = invoke("consent", "list", env=remote)
+    assert every.exit_code == 0, every.output
+    assert "Test Client" in every.output
+    assert "http://127.0.0.1:33418" in every.output
+    alone = json.loads(invoke("consent", "list", "--member", "rita", "--json", env=remote).output)
+    [kept] = alone["consents"]
+    assert (kept["member"], kept["client_id"], kept["scope"]) == ("rita", client_id, "read write")
+    own = json.loads(invoke("consent", "list", "--as-member", "--json", env=member).output)
+    assert [c["id"] for c in own["consents"]] == [kept["id"]]
+    bad = invoke("consent", "revoke", "no/such", env=remote)
+    assert bad.exit_code == 1
+    assert "consent list" in bad.output
+    revoked = invoke("consent", "revoke", kept["id"], "--as-member", "--json", env=member)
+    assert revoked.exit_code == 0, revoked.output
+    assert json.loads(revoked.output)["ended_sign_ins"] == 0
+    assert json.loads(invoke("consent", "list", "--json", env=remote).output) == {"consents": []}

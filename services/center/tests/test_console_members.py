@@ -13,7 +13,7 @@ from fastapi import FastAPI
 
 from center import testing as t
 from center.config import Settings
-from center.console.testing import Browser
+from center.console.testing import SENT_TO_SIGN_IN, Browser, redirect
 from center.oauth import testing as o
 
 pytestmark = pytest.mark.asyncio
@@ -132,9 +132,12 @@ async def test_a_new_password_ends_the_members_console_session(
     await alice.sign_in()
     await operator.get("/console/members/alice")
     new = "a brand new password, long enough"
-    assert (await operator.post("/console/members/alice/password", password=new)).status_code == 303
-    assert (await alice.get("/console/requests")).status_code == 303
-    assert (await alice.sign_in(password=new)).status_code == 303
+    changed = await operator.post("/console/members/alice/password", password=new)
+    assert changed.status_code == 303
+    assert changed.headers["location"].startswith("/console/members/alice?notice=")
+    assert "New password set" in (await operator.get(changed.headers["location"])).text
+    assert redirect(await alice.get("/console/requests")) == SENT_TO_SIGN_IN
+    assert redirect(await alice.sign_in(password=new)) == (303, "/console/requests")
 
 
 async def test_removal_is_confirmed_first(operator: Browser, app: FastAPI) -> None:
@@ -146,14 +149,23 @@ async def test_removal_is_confirmed_first(operator: Browser, app: FastAPI) -> No
     done = await operator.post("/console/members/bob/remove", confirm="yes")
     assert done.status_code == 303
     async with t.client(app) as http:
-        assert (await http.get("/v1/members/bob", headers=t.ADMIN)).status_code == 404
+        t.refused(
+            await http.get("/v1/members/bob", headers=t.ADMIN), 404, "not_found", "no member 'bob'"
+        )
 
 
 async def test_a_member_reaches_no_members_page(browsers: Callable[[], Browser]) -> None:
     bob = browsers()
     await bob.sign_in("bob")
-    assert (await bob.get("/console/members")).status_code == 403
-    assert (await bob.get("/console/members/alice")).status_code == 403
+    t.refused(
+        await bob.get("/console/members"), 403, None, "only the operator's admin token may do this"
+    )
+    t.refused(
+        await bob.get("/console/members/alice"),
+        403,
+        None,
+        "only the operator's admin token may do this",
+    )
     for path, form in (
         ("/console/members", {"id": "eve", "vaults": "team"}),
         ("/console/members/alice", {"role": "owner", "confirm": "yes"}),
@@ -184,5 +196,87 @@ async def test_a_password_set_here_keeps_its_spaces_as_the_login_page_does(
         await operator.post("/console/members/alice/password", password=spaced)
     ).status_code == 303
     alice = browsers()
-    assert (await alice.sign_in(password=spaced.strip())).status_code == 401
-    assert (await alice.sign_in(password=spaced)).status_code == 303
+    t.refused(
+        await alice.sign_in(password=spaced.strip()),
+        401,
+        None,
+        "Invalid member id, e-mail or password.",
+    )
+    assert redirect(await alice.sign_in(password=spaced)) == (303, "/console/requests")
+
+
+async def test_a_member_is_added_with_path_rules_and_the_list_shows_them(
+    operator: Browser, app: FastAPI
+) -> None:
+    await operator.get("/console/members")
+    created = await operator.post(
+        "/console/members",
+        id="dora",
+        vaults="team",
+        read_paths="team:projects/acme",
+        write_paths="team:projects/acme/inbox",
+        exclude_paths="team:projects/acme/hr",
+    )
+    assert created.status_code == 200, created.text
+    listed = await operator.get("/console/members")
+    row = re.search(r"<a href=\"/console/members/dora\">dora</a>.*?</tr>", listed.text, re.S)
+    assert row is not None
+    assert (
+        "team: read projects/acme; write projects/acme/inbox; except projects/acme/hr"
+        in row.group(0)
+    )
+    async with t.client(app) as http:
+        shown = (await http.get("/v1/members/dora", headers=t.ADMIN)).json()
+    assert shown["paths"]["team"]["exclude"] == ["projects/acme/hr"]
+
+
+async def test_a_bad_path_rule_is_refused_on_the_page_with_the_reason(operator: Browser) -> None:
+    await operator.get("/console/members")
+    refused = await operator.post(
+        "/console/members", id="dora", vaults="team", read_paths="team:../secrets"
+    )
+    t.refused(refused, 400, None, "path rule '../secrets' leaves the vault")
+
+
+async def test_changing_path_rules_confirms_then_bumps_the_generation(
+    operator: Browser, app: FastAPI
+) -> None:
+    page = await operator.get("/console/members/alice")
+    assert 'name="read_paths" value=""' in page.text
+    form = {"role": "editor", "scope": "read_write", "vaults": "team", "email": ""}
+    asked = await operator.post(
+        "/console/members/alice", **form, read_paths="team:projects", write_paths=""
+    )
+    assert "Change alice?" in asked.text
+    done = await operator.post(
+        "/console/members/alice",
+        **form,
+        read_paths="team:projects",
+        write_paths="",
+        exclude_paths="",
+        confirm="yes",
+    )
+    assert done.status_code == 303, done.text
+    page = await operator.get("/console/members/alice")
+    assert 'name="read_paths" value="team:projects"' in page.text
+    changes = [r for r in await audit(app) if r["action"] == "member.set"]
+    assert json.loads(str(changes[-1]["paths"]))["team"]["read"] == ["projects"]
+    async with t.client(app) as http:
+        assert (await http.get("/v1/members/alice", headers=t.ADMIN)).json()["generation"] == 2
+
+
+async def test_a_member_reading_the_whole_vault_but_one_folder_is_shown_and_kept(
+    operator: Browser, app: FastAPI
+) -> None:
+    await operator.get("/console/members")
+    created = await operator.post(
+        "/console/members", id="wren", vaults="team", exclude_paths="team:hr", write_paths=""
+    )
+    assert created.status_code == 200, created.text
+    page = await operator.get("/console/members/wren")
+    assert "read the whole vault; write the whole vault; except hr" in page.text
+    assert 'name="read_paths" value=""' in page.text
+    assert 'name="exclude_paths" value="team:hr"' in page.text
+    async with t.client(app) as http:
+        shown = (await http.get("/v1/members/wren", headers=t.ADMIN)).json()
+    assert shown["paths"] == {"team": {"read": None, "write": None, "exclude": ["hr"]}}

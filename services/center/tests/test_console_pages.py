@@ -18,8 +18,9 @@ from fastapi.routing import APIRoute
 from center import testing as t
 from center.config import Settings
 from center.console.routes import CONSOLE_ROUTERS
-from center.console.testing import Browser
+from center.console.testing import SENT_TO_SIGN_IN, Browser, redirect
 from center.oauth import testing as o
+from tickets import Reach
 
 pytestmark = pytest.mark.asyncio
 
@@ -142,8 +143,18 @@ async def test_a_manager_reads_its_vaults_records_and_a_reader_none(
     assert team.status_code == 403
     assert "only an admin or owner of vault 'team' may read its audit" in html.unescape(team.text)
     await alice.sign_in()
-    assert (await alice.get("/console/audit")).status_code == 403
-    assert (await alice.get("/console/audit/export")).status_code == 403
+    t.refused(
+        await alice.get("/console/audit"),
+        403,
+        None,
+        "only an admin or owner of vault 'team' may read its audit",
+    )
+    t.refused(
+        await alice.get("/console/audit/export"),
+        403,
+        None,
+        "only an admin or owner of vault 'team' may read its audit",
+    )
 
 
 async def test_a_broken_chain_is_reported_at_the_top(
@@ -187,6 +198,58 @@ async def test_my_page_shows_my_vaults_grants_and_tokens(
     assert re.search(r"<span class=\"mono\">[^<]+</span> · read in team", page.text)
 
 
+async def allowed(app: FastAPI, member: str) -> str:
+    """Sign `member` in for a new OAuth client and allow it; the consent's id."""
+    async with t.client(app) as http:
+        client_id = await o.register(http)
+        signed = await o.sign_in(http, o.authorize_params(client_id, o.pkce()), username=member)
+        assert "code" in o.redirect_params(signed)
+        listed = await http.get("/v1/consents", params={"member": member}, headers=t.ADMIN)
+    found: str = next(c["id"] for c in listed.json()["consents"] if c["client_id"] == client_id)
+    return found
+
+
+async def test_my_access_lists_the_applications_i_allowed_and_revokes_one(
+    browsers: Callable[[], Browser], app: FastAPI
+) -> None:
+    consent_id = await allowed(app, "alice")
+    alice = browsers()
+    await alice.sign_in()
+    page = await alice.get("/console/me")
+    assert "Applications I allowed" in page.text
+    assert "Test Client" in page.text
+    assert "http://127.0.0.1:33418" in page.text
+    assert f"/console/consents/{consent_id}/revoke" in page.text
+    revoked = await alice.post(f"/console/consents/{consent_id}/revoke")
+    assert revoked.status_code == 303
+    assert revoked.headers["location"].startswith("/console/me?notice=")
+    after = await alice.get(revoked.headers["location"])
+    assert "Revoked the consent for Test Client; 0 sign-in(s) ended." in html.unescape(after.text)
+    assert f"/console/consents/{consent_id}/revoke" not in after.text
+    records = (await alice.http.get("/v1/audit", headers=t.ADMIN)).text.splitlines()
+    revoke = json.loads(next(r for r in reversed(records) if '"consent.revoke"' in r))
+    assert (revoke["actor"], revoke["channel"]) == ("alice", "console")
+
+
+async def test_the_operator_sees_and_revokes_a_members_consents(
+    browsers: Callable[[], Browser], app: FastAPI
+) -> None:
+    consent_id = await allowed(app, "bob")
+    operator = browsers()
+    await operator.sign_in_operator()
+    page = await operator.get("/console/members/bob")
+    assert "Applications it allowed" in page.text
+    assert f"/console/consents/{consent_id}/revoke" in page.text
+    assert (
+        'Applications it allowed</h2>\n<p class="muted">None.'
+        in (await operator.get("/console/members/alice")).text
+    )
+    await operator.get("/console/members/bob")
+    revoked = await operator.post(f"/console/consents/{consent_id}/revoke")
+    assert revoked.status_code == 303
+    assert revoked.headers["location"].startswith("/console/members/bob?notice=")
+
+
 async def test_changing_my_password_ends_my_session_and_my_oauth_sign_ins(
     browsers: Callable[[], Browser], app: FastAPI
 ) -> None:
@@ -196,15 +259,20 @@ async def test_changing_my_password_ends_my_session_and_my_oauth_sign_ins(
     await alice.get("/console/me")
     new = "another long enough password"
     wrong = await alice.post("/console/me/password", current="wrong password!", new=new, repeat=new)
-    assert wrong.status_code == 403
+    t.refused(wrong, 403, None, "the current password is wrong")
     await alice.get("/console/me")
     changed = await alice.post("/console/me/password", current=o.PASSWORD, new=new, repeat=new)
     assert changed.status_code == 303
     assert changed.headers["location"] == "/console/sign-in?ended=password"
-    assert (await alice.get("/console/me")).status_code == 303
-    assert (await other_tab.get("/console/me")).status_code == 303
-    assert (await alice.sign_in(password=o.PASSWORD)).status_code == 401
-    assert (await alice.sign_in(password=new)).status_code == 303
+    assert redirect(await alice.get("/console/me")) == SENT_TO_SIGN_IN
+    assert redirect(await other_tab.get("/console/me")) == SENT_TO_SIGN_IN
+    t.refused(
+        await alice.sign_in(password=o.PASSWORD),
+        401,
+        None,
+        "Invalid member id, e-mail or password.",
+    )
+    assert redirect(await alice.sign_in(password=new)) == (303, "/console/requests")
     async with t.client(app) as http:
         exported = await http.get("/v1/audit", headers=t.ADMIN, params={"action": "member"})
     last = json.loads(exported.text.splitlines()[-1])
@@ -223,8 +291,8 @@ async def test_the_api_changes_ones_own_password_too(app: FastAPI) -> None:
         again = await http.put("/v1/session/password", json=body, headers=t.bearer(dave))
         operator = await http.put("/v1/session/password", json=body, headers=t.ADMIN)
     assert changed.status_code == 200, changed.text
-    assert again.status_code == 403
-    assert operator.status_code == 401
+    t.refused(again, 403, "forbidden", "the current password is wrong")
+    t.refused(operator, 401, "unauthorized", "the admin token is not accepted here")
 
 
 async def test_a_notice_in_a_link_is_not_shown(browsers: Callable[[], Browser]) -> None:
@@ -271,7 +339,9 @@ async def test_on_every_route_a_member_reaches_nothing_of_anothers(
     async with t.client(app) as http:
         listed = await http.get("/v1/requests", headers=t.ADMIN)
     request_id = listed.json()["requests"][0]["id"]
+    consent_id = await allowed(app, "alice")
     secrets = {
+        "consent_id": consent_id,
         "grant_id": grant.json()["id"],
         "jti": jti.group(1),
         "request_id": request_id,
@@ -304,6 +374,9 @@ async def test_on_every_route_a_member_reaches_nothing_of_anothers(
     assert all(t_["revoked"] is None for t_ in tokens)
     assert requests[0]["state"] == "pending"
     assert "alice" in [m["id"] for m in members]
+    async with t.client(app) as http:
+        consents = (await http.get("/v1/consents", headers=t.ADMIN)).json()["consents"]
+    assert [c["id"] for c in consents] == [consent_id]
 
 
 VOID = {"meta", "link", "input", "br", "hr", "img", "option"}
@@ -373,3 +446,34 @@ async def test_every_page_is_well_formed(browsers: Callable[[], Browser], app: F
     for page in pages:
         assert page.status_code == 200, page.url
         assert nesting_problems(page.text) == [], page.url
+
+
+async def test_a_token_is_minted_within_my_path_rules_and_shown_with_them(
+    browsers: Callable[[], Browser], app: FastAPI, clock: t.Clock
+) -> None:
+    rules = {"team": {"read": ["projects/acme"]}}
+    async with t.client(app) as http:
+        patched = await http.patch("/v1/members/alice", json={"paths": rules}, headers=t.ADMIN)
+        assert patched.status_code == 200, patched.text
+    alice = browsers()
+    await alice.sign_in()
+    assert (
+        'Path rules: <span class="small">team: read projects/acme'
+        in (await alice.get("/console/me")).text
+    )
+    await alice.get("/console/tokens")
+    wider = await alice.post(
+        "/console/tokens", scope="read", resource=t.RESOURCE, read_paths="team:projects"
+    )
+    t.refused(wider, 403, None, "reach further than the rules of alice")
+    await alice.get("/console/tokens")
+    minted = await alice.post(
+        "/console/tokens", scope="read", resource=t.RESOURCE, read_paths="team:projects/acme/x"
+    )
+    token = re.search(r'id="token" value="([^"]+)"', minted.text)
+    assert token is not None
+    async with t.client(app) as http:
+        ticket = (await t.verifier(http, clock)).verify(token.group(1))
+    assert ticket.reach("team") == Reach.of(["projects/acme/x"])
+    listed = (await alice.get("/console/tokens")).text
+    assert "team: read projects/acme/x; write projects/acme/x" in listed

@@ -144,7 +144,7 @@ async def test_an_approver_may_not_widen_what_was_asked(
     assert "more than the read asked for" in wider.text
     await bob.get("/console/requests")
     longer = await bob.post(f"/console/requests/{request_id}/approve", minutes="20")
-    assert longer.status_code == 403
+    t.refused(longer, 403, None, "approve 1 to 10 minutes, the most that was asked for")
 
 
 async def test_a_member_sees_and_decides_only_what_the_api_lets_it(
@@ -159,7 +159,7 @@ async def test_a_member_sees_and_decides_only_what_the_api_lets_it(
     for verb in ("approve", "reject", "cancel"):
         await carol.get("/console/requests")
         refused = await carol.post(f"/console/requests/{request_id}/{verb}")
-        assert refused.status_code == 404, verb
+        t.refused(refused, 404, None, "no request")
     await alice.get("/console/requests")
     own = await alice.post(f"/console/requests/{request_id}/approve")
     assert own.status_code == 403
@@ -191,3 +191,31 @@ async def test_the_api_approves_narrower_too(app: FastAPI) -> None:
         )
     assert approved.status_code == 200, approved.text
     assert (approved.json()["scope"], approved.json()["minutes"]) == ("read", 5)
+
+
+async def test_a_member_asks_for_folders_and_the_approver_narrows_them(
+    browsers: Callable[[], Browser], app: FastAPI
+) -> None:
+    alice, operator = browsers(), browsers()
+    await alice.sign_in()
+    request_id = await ask(alice, read_paths="team:projects/acme")
+    assert await operator.sign_in_operator()
+    page = await operator.get("/console/requests")
+    assert 'Path rules asked for: <span class="small">team: read projects/acme' in page.text
+    assert 'name="read_paths" value="team:projects/acme"' in page.text
+    wider = await operator.post(
+        f"/console/requests/{request_id}/approve", read_paths="team:projects"
+    )
+    t.refused(wider, 403, None, "reach further than the rules asked for")
+    await operator.get("/console/requests")
+    approved = await operator.post(
+        f"/console/requests/{request_id}/approve",
+        scope="read_write",
+        read_paths="team:projects/acme",
+        write_paths="team:projects/acme/inbox",
+    )
+    assert approved.status_code == 303, approved.text
+    done = (await operator.get("/console/requests")).text
+    assert "(asked: team: read projects/acme; write projects/acme)" in done
+    [record] = await records(app, "request.approve")
+    assert json.loads(str(record["paths"]))["team"]["write"] == ["projects/acme/inbox"]

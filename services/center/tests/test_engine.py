@@ -120,3 +120,55 @@ async def test_the_nodes_migration_keeps_registered_nodes(settings: Settings) ->
         await engine.dispose()
     assert tuple(row) == ("a", None, None)
     assert placements[0] == 0
+
+
+@pytest.mark.asyncio
+async def test_the_paths_migration_leaves_every_member_its_whole_vaults(
+    settings: Settings,
+) -> None:
+    engine = make_engine(settings)
+    try:
+        async with engine.begin() as connection:
+            await connection.run_sync(_to("0006"))
+            await connection.execute(
+                text(
+                    "INSERT INTO members (id, role, scope, vaults, credential_hash, created,"
+                    " updated) VALUES ('alice', 'reader', 'read', '[\"team\"]', :digest, 1, 1)"
+                ),
+                {"digest": "0" * 64},
+            )
+        await migrate(engine)
+        async with engine.connect() as connection:
+            row = (await connection.execute(text("SELECT id, paths FROM members"))).one()
+            asked = await connection.execute(text("SELECT paths, asked_paths FROM requests"))
+    finally:
+        await engine.dispose()
+    assert tuple(row) == ("alice", None)
+    assert asked.all() == []
+
+
+@pytest.mark.asyncio
+async def test_the_consents_migration_leaves_earlier_sign_ins_all_their_vaults(
+    settings: Settings,
+) -> None:
+    """A refresh family from before consent existed keeps working: NULL vaults means all
+    the member's, and no consent is invented for it."""
+    engine = make_engine(settings)
+    try:
+        async with engine.begin() as connection:
+            await connection.run_sync(_to("0008"))
+            await connection.execute(
+                text(
+                    "INSERT INTO oauth_families (id, client_id, member_id, scope, resource,"
+                    " generation, access_jtis, created, expires) VALUES ('f', 'c', 'alice',"
+                    " 'read', '[]', 1, '[]', 1, 2)"
+                )
+            )
+        await migrate(engine)
+        async with engine.connect() as connection:
+            row = (await connection.execute(text("SELECT id, vaults FROM oauth_families"))).one()
+            kept = (await connection.execute(text("SELECT count(*) FROM oauth_consents"))).one()
+    finally:
+        await engine.dispose()
+    assert tuple(row) == ("f", None)
+    assert kept[0] == 0

@@ -61,16 +61,16 @@ async def test_member_crud_needs_the_admin_token(client: httpx.AsyncClient) -> N
         ("DELETE", "/v1/members/alice", None),
     ]:
         anonymous = await client.request(method, path, json=payload)
-        assert anonymous.status_code == 401, (method, path)
+        t.refused(anonymous, 401, "unauthorized", "send Authorization:")
         as_member = await client.request(method, path, json=payload, headers=t.bearer(member))
-        assert as_member.status_code == 403, (method, path)
+        t.refused(as_member, 403, "forbidden", "only the operator's admin token may do this")
 
 
 @pytest.mark.asyncio
 async def test_duplicate_and_reserved_ids_are_refused(client: httpx.AsyncClient) -> None:
     await t.add_member(client, "alice")
     again = await client.post("/v1/members", json={"id": "alice", "vaults": ["x"]}, headers=t.ADMIN)
-    assert again.status_code == 409
+    t.refused(again, 409, "exists", "member 'alice' already exists")
     reserved = await client.post(
         "/v1/members", json={"id": "center-admin", "vaults": ["x"]}, headers=t.ADMIN
     )
@@ -96,7 +96,7 @@ async def test_a_member_may_see_every_vault(client: httpx.AsyncClient) -> None:
     mixed = await client.post(
         "/v1/members", json={"id": "m", "vaults": ["*", "team"]}, headers=t.ADMIN
     )
-    assert mixed.status_code == 400
+    t.refused(mixed, 400, "invalid_argument", "vaults: name at least one vault")
 
 
 @pytest.mark.asyncio
@@ -126,7 +126,12 @@ async def test_rotating_the_credential_kills_the_old_one(client: httpx.AsyncClie
     new = rotated.json()["credential"]
     assert new != old
     assert rotated.json()["generation"] == 2
-    assert (await client.get("/v1/session", headers=t.bearer(old))).status_code == 401
+    t.refused(
+        await client.get("/v1/session", headers=t.bearer(old)),
+        401,
+        "unauthorized",
+        "unknown or revoked credential",
+    )
     assert (await client.get("/v1/session", headers=t.bearer(new))).status_code == 200
 
 
@@ -137,8 +142,18 @@ async def test_a_removed_member_keeps_its_generation_when_recreated(
     old = await t.add_member(client, "alice")
     removed = await client.delete("/v1/members/alice", headers=t.ADMIN)
     assert removed.json()["generation"] == 2
-    assert (await client.get("/v1/session", headers=t.bearer(old))).status_code == 401
-    assert (await client.get("/v1/members/alice", headers=t.ADMIN)).status_code == 404
+    t.refused(
+        await client.get("/v1/session", headers=t.bearer(old)),
+        401,
+        "unauthorized",
+        "unknown or revoked credential",
+    )
+    t.refused(
+        await client.get("/v1/members/alice", headers=t.ADMIN),
+        404,
+        "not_found",
+        "no member 'alice'",
+    )
     await t.add_member(client, "alice")
     assert (await client.get("/v1/members/alice", headers=t.ADMIN)).json()["generation"] == 2
 
@@ -147,7 +162,7 @@ async def test_a_removed_member_keeps_its_generation_when_recreated(
 async def test_unknown_members_are_404(client: httpx.AsyncClient) -> None:
     for method in ("GET", "PATCH", "DELETE"):
         response = await client.request(method, "/v1/members/ghost", json={}, headers=t.ADMIN)
-        assert response.status_code == 404
+        t.refused(response, 404, "not_found", "no member 'ghost'")
 
 
 @pytest.mark.asyncio

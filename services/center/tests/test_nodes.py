@@ -219,9 +219,12 @@ async def test_heartbeats_go_on_while_changes_are_locked(
 ) -> None:
     node = await add_node(client)
     app.state.center.store.locked = "test"
-    assert (await beat(client, node, vaults=["team"])).status_code == 200
+    accepted = await beat(client, node, vaults=["team"])
+    assert (accepted.status_code, accepted.json()["node"]) == (200, "a"), accepted.text
     refused = await client.post("/v1/nodes", json={"id": "b", "resource": NODE_B}, headers=t.ADMIN)
     assert_error_shape(refused, 503, "restart_required")
+    (listed,) = (await client.get("/v1/nodes", headers=t.ADMIN)).json()["nodes"]
+    assert (listed["vaults"], listed["last_seen"] is not None) == (["team"], True)
 
 
 # ---------------------------------------------------------------- placement

@@ -50,8 +50,11 @@ async def test_the_whole_flow_over_real_http(server: str) -> None:
             form.action,
             data={"username": "alice@example.org", "password": o.PASSWORD, "csrf": form.csrf},
         )
-        back = o.redirect_params(posted)
-        assert posted.headers["location"].startswith(o.REDIRECT + "?")
+        assert posted.status_code == 200
+        assert "Allow access to your vaults?" in posted.text
+        allowed = await o.answer_consent(http, posted)
+        back = o.redirect_params(allowed)
+        assert allowed.headers["location"].startswith(o.REDIRECT + "?")
         assert back["state"] == "the-state"
         assert back["iss"] == t.ISSUER
 
@@ -76,12 +79,6 @@ async def test_the_whole_flow_over_real_http(server: str) -> None:
         assert verifier.verify(fresh["access_token"]).principal == "alice"
         again = await o.refresh(http, client_id, fresh["refresh_token"])
         assert again.status_code == 200, again.text
-
-
-@pytest_asyncio.fixture
-async def center(settings: Settings, clock: t.Clock) -> AsyncIterator[FastAPI]:
-    async with t.running(settings, clock, passwords=o.fast_passwords()) as app:
-        yield app
 
 
 @pytest_asyncio.fixture
@@ -136,7 +133,7 @@ async def test_metadata_is_served_where_mcp_clients_look(
 @pytest.mark.asyncio
 async def test_metadata_under_another_suffix_is_not_found(http: httpx.AsyncClient) -> None:
     response = await http.get("/.well-known/oauth-authorization-server/elsewhere")
-    assert response.status_code == 404
+    t.refused(response, 404, "not_found")
 
 
 @pytest.mark.asyncio
@@ -240,8 +237,8 @@ async def test_every_issue_and_refresh_is_audited_without_token_material(
     renewed = (await o.refresh(http, client_id, issued["refresh_token"])).json()
     records = await audit_actions(http)
     actions = [record["action"] for record in records]
-    assert actions[-3:] == ["login.success", "token.issue", "token.refresh"]
-    login, issue, _ = records[-3:]
+    assert actions[-4:] == ["login.success", "consent.give", "token.issue", "token.refresh"]
+    login, _, issue, _ = records[-4:]
     assert (login["subject"], login["object"]) == ("alice", f"client:{client_id}")
     assert issue["object"].startswith("token:")
     assert client_id in issue["reason"]
@@ -269,6 +266,8 @@ async def test_clients_and_refresh_tokens_survive_a_restart(
         assert redeemed.status_code == 200, redeemed.text
         page = await http.get("/authorize", params=o.authorize_params(client_id, o.pkce()))
         assert page.status_code == 200
+        assert "<strong>Test Client</strong>" in page.text  # the login page, for this client
+        assert o.login_form(page).csrf
 
 
 @pytest.mark.asyncio

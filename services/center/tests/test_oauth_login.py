@@ -61,8 +61,9 @@ async def params(http: httpx.AsyncClient) -> o.Params:
 async def post(
     http: httpx.AsyncClient, form: o.LoginForm, username: str, password: str = o.PASSWORD
 ) -> httpx.Response:
+    """Post the login form; a consent page after it is allowed as offered."""
     body = {"username": username, "password": password, "csrf": form.csrf}
-    return await http.post(form.action, data=body)
+    return await o.answer_consent(http, await http.post(form.action, data=body))
 
 
 def without_csrf(page: httpx.Response) -> str:
@@ -98,6 +99,14 @@ async def test_the_page_is_self_contained_with_strict_headers(
         assert f'name="{name}"' in page.text
     second = await http.get("/authorize", params=params)
     assert nonce[1] not in second.headers["content-security-policy"]
+
+
+@pytest.mark.asyncio
+async def test_a_registered_client_is_marked_unverified(
+    http: httpx.AsyncClient, params: o.Params
+) -> None:
+    page = await http.get("/authorize", params=params)
+    assert "<strong>Test Client</strong>\n(unverified: the application named itself)" in page.text
 
 
 @pytest.mark.asyncio
@@ -144,7 +153,12 @@ async def test_a_failed_sign_in_renders_a_fresh_form(
     assert failed.status_code == 401
     fresh = o.login_form(failed)
     assert fresh.csrf != form.csrf
-    assert (await post(http, form, "alice")).status_code == 400
+    t.refused(
+        await post(http, form, "alice"),
+        400,
+        None,
+        "Each sign-in form works once and for ten minutes",
+    )
     assert (await post(http, fresh, "alice")).status_code == 302
 
 
@@ -178,7 +192,12 @@ async def test_a_form_token_of_another_client_is_refused(http: httpx.AsyncClient
     theirs = o.authorize_params(await o.register(http), proof)
     form = o.login_form(await http.get("/authorize", params=mine))
     body = {"username": "alice", "password": o.PASSWORD, "csrf": form.csrf}
-    assert (await http.post("/authorize", params=theirs, data=body)).status_code == 400
+    t.refused(
+        await http.post("/authorize", params=theirs, data=body),
+        400,
+        None,
+        "Each sign-in form works once and for ten minutes",
+    )
 
 
 @pytest.mark.asyncio
@@ -214,7 +233,7 @@ async def test_a_json_post_is_not_a_form(http: httpx.AsyncClient, params: o.Para
     form = o.login_form(await http.get("/authorize", params=params))
     body = {"username": "alice", "password": o.PASSWORD, "csrf": form.csrf}
     response = await http.post("/authorize", params=params, json=body)
-    assert response.status_code == 400
+    t.refused(response, 400, None, "Each sign-in form works once and for ten minutes")
 
 
 # ---------------------------------------------------------------- failures
@@ -245,7 +264,9 @@ async def test_an_oversized_password_fails_like_any_wrong_one(
     http: httpx.AsyncClient, params: o.Params
 ) -> None:
     form = o.login_form(await http.get("/authorize", params=params))
-    assert (await post(http, form, "alice", "p" * 5000)).status_code == 401
+    t.refused(
+        await post(http, form, "alice", "p" * 5000), 401, None, "Invalid username or password."
+    )
 
 
 @pytest.mark.asyncio
@@ -254,7 +275,12 @@ async def test_failed_sign_ins_are_limited_per_source_ip(
 ) -> None:
     for _ in range(3):
         form = o.login_form(await http.get("/authorize", params=params))
-        assert (await post(http, form, "alice", "a wrong password")).status_code == 401
+        t.refused(
+            await post(http, form, "alice", "a wrong password"),
+            401,
+            None,
+            "Invalid username or password.",
+        )
     form = o.login_form(await http.get("/authorize", params=params))
     limited = await post(http, form, "alice")
     assert limited.status_code == 429
@@ -312,12 +338,12 @@ async def test_a_member_email_is_set_changed_and_removed(http: httpx.AsyncClient
 async def test_an_email_names_one_member(http: httpx.AsyncClient) -> None:
     body = {"id": "bob", "vaults": ["team"], "email": "ALICE@example.org"}
     taken = await http.post("/v1/members", json=body, headers=t.ADMIN)
-    assert taken.status_code == 409
+    t.refused(taken, 409, "conflict", "another member already uses this e-mail address")
     await t.add_member(http, "bob", email="bob@example.org")
     moved = await http.patch(
         "/v1/members/bob", json={"email": "alice@example.org"}, headers=t.ADMIN
     )
-    assert moved.status_code == 409
+    t.refused(moved, 409, "conflict", "another member already uses this e-mail address")
 
 
 @pytest.mark.asyncio
@@ -345,8 +371,18 @@ async def test_failed_sign_ins_are_limited_per_name_from_any_address(
             return await post(http, form, username, password)
 
     for source in range(10):  # a new address each time: the per-IP limit never bites
-        assert (await attempt(source, "alice", "a wrong password")).status_code == 401
-        assert (await attempt(source, "nobody", "a wrong password")).status_code == 401
+        t.refused(
+            await attempt(source, "alice", "a wrong password"),
+            401,
+            None,
+            "Invalid username or password.",
+        )
+        t.refused(
+            await attempt(source, "nobody", "a wrong password"),
+            401,
+            None,
+            "Invalid username or password.",
+        )
     for name in ("alice", "nobody"):
         limited = await attempt(50, name, o.PASSWORD)
         assert limited.status_code == 429

@@ -22,12 +22,6 @@ from center.runtime import Center
 
 
 @pytest_asyncio.fixture
-async def center(settings: Settings, clock: t.Clock) -> AsyncIterator[FastAPI]:
-    async with t.running(settings, clock, passwords=o.fast_passwords()) as app:
-        yield app
-
-
-@pytest_asyncio.fixture
 async def http(center: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
     async with t.client(center) as client:
         yield client
@@ -140,7 +134,7 @@ async def test_a_body_that_is_no_json_object_is_refused(
 async def test_an_oversized_body_is_refused_before_it_is_read(http: httpx.AsyncClient) -> None:
     body = {"redirect_uris": [o.REDIRECT], "padding": "x" * 70_000}
     response = await http.post("/register", json=body)
-    assert response.status_code == 413
+    t.refused(response, 413, "too_large", "request body exceeds 65536 bytes")
 
 
 @pytest.mark.asyncio
@@ -190,7 +184,7 @@ async def test_the_client_table_forgets_the_least_recently_used(
         kept = set((await session.scalars(select(OAuthClient.id))).all())
     assert kept == {made[0], made[2], newest}
     forgotten = await http.get("/authorize", params=o.authorize_params(made[1], o.pkce()))
-    assert forgotten.status_code == 400
+    t.refused(forgotten, 400, None, "This application is not registered here")
 
 
 @pytest.mark.asyncio
@@ -201,3 +195,5 @@ async def test_a_registered_client_survives_a_restart(settings: Settings, clock:
         await o.add_node(http)
         page = await http.get("/authorize", params=o.authorize_params(client_id, o.pkce()))
     assert page.status_code == 200
+    assert "<strong>Test Client</strong>" in page.text  # the login page, for this client
+    assert o.login_form(page).csrf

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
+from collections.abc import Callable
 
 import argon2
 import httpx
@@ -68,6 +70,25 @@ async def test_verify_accepts_the_password_and_nothing_else() -> None:
     assert not await passwords.verify("not a hash", "a long enough password")
 
 
+async def until(condition: Callable[[], bool], what: str, deadline: float = 30) -> None:
+    """Let the event loop run until `condition` holds; fail naming `what` after `deadline` s."""
+    ends = time.monotonic() + deadline
+    while not condition():
+        assert time.monotonic() < ends, f"not within {deadline} s: {what}"
+        await asyncio.sleep(0.001)
+
+
+def waits_for_a_slot(job: asyncio.Task[str]) -> bool:
+    """Whether `job` is parked in the semaphore that admits a hash (and can go no further
+    until a running hash ends)."""
+    awaited = getattr(job.get_coro(), "cr_await", None)
+    while awaited is not None:
+        if getattr(awaited, "__qualname__", "") == "Semaphore.acquire":
+            return True
+        awaited = getattr(awaited, "cr_await", None)
+    return False
+
+
 @pytest.mark.asyncio
 async def test_at_most_two_hashes_run_at_once() -> None:
     hasher = CountingHasher()
@@ -76,7 +97,11 @@ async def test_at_most_two_hashes_run_at_once() -> None:
     jobs = [asyncio.create_task(passwords.hash(f"password number {i}")) for i in range(6)]
     for _ in range(CONCURRENT):
         await asyncio.to_thread(hasher.entered.acquire)
-    await asyncio.sleep(0.05)
+    waiting = len(jobs) - CONCURRENT
+    await until(
+        lambda: sum(map(waits_for_a_slot, jobs)) == waiting,
+        f"{waiting} hashes waiting for a slot while {CONCURRENT} run",
+    )
     assert hasher.running == CONCURRENT
     hasher.release.set()
     await asyncio.gather(*jobs)

@@ -82,7 +82,7 @@ async def test_approve_then_claim_issues_the_grant_once(
     ticket = (await t.verifier(client, clock)).verify(grant["token"])
     assert (ticket.principal, ticket.permissions) == ("rita", {"read", "write"})
     again = await act(client, people.requester, created["id"], "claim")
-    assert again.status_code == 409
+    t.refused(again, 409, "conflict", "is claimed; only an approved one is claimed")
     listed = (await client.get("/v1/requests", headers=people.requester)).json()["requests"]
     assert listed[0]["state"] == "claimed"
     assert listed[0]["grant_id"] == grant["id"]
@@ -97,7 +97,12 @@ async def test_a_claim_stays_claimed_after_a_restart(settings: Settings, clock: 
         await act(client, people.approver, created["id"], "approve")
         assert (await act(client, people.requester, created["id"], "claim")).status_code == 201
     async with t.running(settings, clock) as app, t.client(app) as client:
-        assert (await act(client, people.requester, created["id"], "claim")).status_code == 409
+        t.refused(
+            await act(client, people.requester, created["id"], "claim"),
+            409,
+            "conflict",
+            "is claimed; only an approved one is claimed",
+        )
 
 
 @pytest.mark.asyncio
@@ -108,7 +113,10 @@ async def test_parallel_claims_have_exactly_one_winner(client: httpx.AsyncClient
     results = await asyncio.gather(
         *(act(client, people.requester, created["id"], "claim") for _ in range(8))
     )
-    assert sorted(r.status_code for r in results) == [201] + [409] * 7
+    winners = [r for r in results if r.status_code == 201]
+    assert [w.json()["request_id"] for w in winners] == [created["id"]]
+    for loser in (r for r in results if r.status_code != 201):
+        t.refused(loser, 409, "conflict", "is claimed; only an approved one is claimed")
 
 
 @pytest.mark.asyncio
@@ -127,12 +135,24 @@ async def test_only_managers_and_named_approvers_decide(client: httpx.AsyncClien
     people = await cast(client)
     second = t.bearer(await t.add_member(client, "amy", role="admin", scope="rwd"))
     created = (await ask(client, people.requester, approvers=["amy"])).json()
-    assert (await act(client, people.other, created["id"], "approve")).status_code == 404
-    assert (await act(client, people.approver, created["id"], "approve")).status_code == 403
-    assert (await act(client, t.ADMIN, created["id"], "approve")).status_code == 403
+    t.refused(
+        await act(client, people.other, created["id"], "approve"), 404, "not_found", "no request"
+    )
+    t.refused(
+        await act(client, people.approver, created["id"], "approve"),
+        403,
+        "forbidden",
+        "you are not an approver of request",
+    )
+    t.refused(
+        await act(client, t.ADMIN, created["id"], "approve"),
+        403,
+        "forbidden",
+        "you are not an approver of request",
+    )
     assert (await act(client, second, created["id"], "reject")).json()["state"] == "rejected"
     self_named = await ask(client, people.requester, approvers=["rita"])
-    assert self_named.status_code == 403
+    t.refused(self_named, 403, "forbidden", "you cannot approve your own request")
 
 
 @pytest.mark.asyncio
@@ -141,7 +161,12 @@ async def test_a_decision_happens_once(client: httpx.AsyncClient) -> None:
     created = (await ask(client, people.requester)).json()
     assert (await act(client, t.ADMIN, created["id"], "approve")).status_code == 200
     for verb in ("approve", "reject"):
-        assert (await act(client, people.approver, created["id"], verb)).status_code == 409
+        t.refused(
+            await act(client, people.approver, created["id"], verb),
+            409,
+            "conflict",
+            "is already approved",
+        )
 
 
 @pytest.mark.asyncio
@@ -151,9 +176,21 @@ async def test_only_the_requester_claims_with_its_member_credential(
     people = await cast(client)
     created = (await ask(client, people.requester)).json()
     await act(client, people.approver, created["id"], "approve")
-    assert (await act(client, people.approver, created["id"], "claim")).status_code == 403
-    assert (await act(client, people.other, created["id"], "claim")).status_code == 404
-    assert (await act(client, t.ADMIN, created["id"], "claim")).status_code == 401
+    t.refused(
+        await act(client, people.approver, created["id"], "claim"),
+        403,
+        "forbidden",
+        "only the requester may claim, with its own member credential",
+    )
+    t.refused(
+        await act(client, people.other, created["id"], "claim"), 404, "not_found", "no request"
+    )
+    t.refused(
+        await act(client, t.ADMIN, created["id"], "claim"),
+        401,
+        "unauthorized",
+        "the admin token is not accepted here",
+    )
     assert (await act(client, people.requester, created["id"], "claim")).status_code == 201
 
 
@@ -167,7 +204,12 @@ async def test_an_approver_bounds_what_it_approves(client: httpx.AsyncClient) ->
         ).json()["credential"]
     )
     created = (await ask(client, rita, scope="rw")).json()
-    assert (await act(client, ada, created["id"], "approve")).status_code == 403
+    t.refused(
+        await act(client, ada, created["id"], "approve"),
+        403,
+        "forbidden",
+        "requested permissions exceed the issuer's: write not held",
+    )
     small = (await ask(client, rita, scope="read")).json()
     response = await act(client, ada, small["id"], "approve")
     assert response.status_code == 403
@@ -179,9 +221,21 @@ async def test_a_request_stays_within_the_requesters_vault_and_role(
     client: httpx.AsyncClient,
 ) -> None:
     reader = t.bearer(await t.add_member(client, "reed", role="reader"))
-    assert (await ask(client, reader, scope="rw")).status_code == 403
-    assert (await ask(client, reader, vault="ops")).status_code == 403
-    assert (await ask(client, t.ADMIN)).status_code == 401
+    t.refused(
+        await ask(client, reader, scope="rw"),
+        403,
+        "forbidden",
+        "read_write exceeds the cap of your role reader",
+    )
+    t.refused(
+        await ask(client, reader, vault="ops"),
+        403,
+        "forbidden",
+        "you are not a principal of vault 'ops'",
+    )
+    t.refused(
+        await ask(client, t.ADMIN), 401, "unauthorized", "the admin token is not accepted here"
+    )
 
 
 @pytest.mark.asyncio
@@ -202,8 +256,18 @@ async def test_pending_requests_are_capped(
     people = await cast(client)
     for _ in range(requests.MAX_PENDING_PER_REQUESTER):
         assert (await ask(client, people.requester)).status_code == 201
-    assert (await ask(client, people.requester)).status_code == 429
-    assert (await ask(client, people.requester, vault="team", scope="read")).status_code == 429
+    t.refused(
+        await ask(client, people.requester),
+        429,
+        "limit_exceeded",
+        "you have 20 pending requests for team",
+    )
+    t.refused(
+        await ask(client, people.requester, vault="team", scope="read"),
+        429,
+        "limit_exceeded",
+        "you have 20 pending requests for team",
+    )
     monkeypatch.setattr(requests, "MAX_PENDING_PER_VAULT", requests.MAX_PENDING_PER_REQUESTER + 1)
     assert (await ask(client, people.other)).status_code == 201
     capped = await ask(client, people.other)
@@ -225,8 +289,18 @@ async def test_requests_expire_after_seven_days_by_the_system(
         for r in (await client.get("/v1/requests", headers=t.ADMIN)).json()["requests"]
     }
     assert states == {pending["id"]: "expired", approved["id"]: "expired"}
-    assert (await act(client, people.approver, pending["id"], "approve")).status_code == 409
-    assert (await act(client, people.requester, approved["id"], "claim")).status_code == 409
+    t.refused(
+        await act(client, people.approver, pending["id"], "approve"),
+        409,
+        "conflict",
+        "is already expired",
+    )
+    t.refused(
+        await act(client, people.requester, approved["id"], "claim"),
+        409,
+        "conflict",
+        "is expired; only an approved one is claimed",
+    )
     expiries = [
         json.loads(line)
         for line in (await client.get("/v1/audit", headers=t.ADMIN)).text.splitlines()
@@ -249,7 +323,9 @@ async def test_finished_requests_are_forgotten_after_thirty_days(
     assert len((await client.get("/v1/requests", headers=t.ADMIN)).json()["requests"]) == 1
     clock.advance(11)
     assert (await client.get("/v1/requests", headers=t.ADMIN)).json()["requests"] == []
-    assert (await act(client, people.requester, created["id"], "claim")).status_code == 404
+    t.refused(
+        await act(client, people.requester, created["id"], "claim"), 404, "not_found", "no request"
+    )
 
 
 @pytest.mark.asyncio
@@ -283,7 +359,12 @@ async def test_a_decision_the_database_lost_is_restored_from_the_log(
     with path.open("a") as log:
         log.write(to_line(lost) + "\n")
     async with t.running(sqlite_settings, clock) as app, t.client(app) as client:
-        assert (await act(client, people.requester, created["id"], "claim")).status_code == 409
+        t.refused(
+            await act(client, people.requester, created["id"], "claim"),
+            409,
+            "conflict",
+            "is claimed; only an approved one is claimed",
+        )
         lines = (await client.get("/v1/audit", headers=t.ADMIN)).text.splitlines()
     recover = json.loads(lines[-1])
     assert (recover["action"], recover["object"]) == ("audit.recover", f"request:{created['id']}")

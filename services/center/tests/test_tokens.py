@@ -47,10 +47,27 @@ async def test_a_token_may_be_narrower_than_the_member(
 @pytest.mark.asyncio
 async def test_a_token_never_exceeds_the_member(client: httpx.AsyncClient) -> None:
     credential = await t.add_member(client, "alice", ["team"], role="editor", scope="read")
-    assert (await mint(client, credential, scope="rw")).status_code == 403
-    assert (await mint(client, credential, vaults=["ops"])).status_code == 403
-    assert (await mint(client, credential, vaults=["*"])).status_code == 403
-    assert (await mint(client, credential, minutes=90 * 24 * 60 + 1)).status_code == 422
+    t.refused(
+        await mint(client, credential, scope="rw"),
+        403,
+        "forbidden",
+        "requested permissions exceed the issuer's: write not held",
+    )
+    t.refused(
+        await mint(client, credential, vaults=["ops"]), 403, "forbidden", "vault 'ops' is not yours"
+    )
+    t.refused(
+        await mint(client, credential, vaults=["*"]),
+        403,
+        "forbidden",
+        "you may not ask for every vault",
+    )
+    t.refused(
+        await mint(client, credential, minutes=90 * 24 * 60 + 1),
+        422,
+        "invalid_request",
+        "minutes: Input should be less than or equal to 129600",
+    )
 
 
 @pytest.mark.asyncio
@@ -62,7 +79,7 @@ async def test_a_token_needs_a_node_resource(client: httpx.AsyncClient) -> None:
         "vault: no node reports vault 'team'; known vaults: none yet (start a node)"
     )
     plain = await mint(client, credential, resource=["http://node.example.com/mcp"])
-    assert plain.status_code == 400
+    t.refused(plain, 400, "invalid_argument", "resource: plain http is only allowed on loopback")
     unknown = await mint(client, credential, resource=["https://evil.example.com/mcp"])
     assert unknown.status_code == 400
     assert unknown.json()["error"] == {
@@ -100,7 +117,7 @@ async def test_a_revoked_token_is_refused_by_nodes(
     assert refused.value.reason == "revoked"
     assert verifier.verify(other["token"]).jti == other["jti"]
     again = await client.delete(f"/v1/tokens/{minted['jti']}", headers=t.ADMIN)
-    assert again.status_code == 409
+    t.refused(again, 409, "conflict", "is already revoked")
 
 
 @pytest.mark.asyncio
@@ -109,7 +126,7 @@ async def test_a_member_cannot_revoke_anothers_token(client: httpx.AsyncClient) 
     bob = await t.add_member(client, "bob")
     minted = (await mint(client, alice)).json()
     response = await client.delete(f"/v1/tokens/{minted['jti']}", headers=t.bearer(bob))
-    assert response.status_code == 404
+    t.refused(response, 404, "not_found", "no token")
 
 
 @pytest.mark.asyncio
@@ -159,9 +176,24 @@ async def test_a_token_for_another_member_never_exceeds_either_of_them(
     minted = (await mint(client, admin, member="olga")).json()
     ticket = (await t.verifier(client, clock)).verify(minted["token"])
     assert ticket.permissions == {"read"}  # olga holds more; ada cannot hand it out
-    assert (await mint(client, admin, member="olga", scope="rw")).status_code == 403
-    assert (await mint(client, admin, member="olga", vaults=["ops"])).status_code == 403
-    assert (await mint(client, admin, member="olga", vaults=["*"])).status_code == 403
+    t.refused(
+        await mint(client, admin, member="olga", scope="rw"),
+        403,
+        "forbidden",
+        "requested permissions exceed the issuer's: write not held",
+    )
+    t.refused(
+        await mint(client, admin, member="olga", vaults=["ops"]),
+        403,
+        "forbidden",
+        "vault 'ops' is not one you manage and member 'olga' holds",
+    )
+    t.refused(
+        await mint(client, admin, member="olga", vaults=["*"]),
+        403,
+        "forbidden",
+        "name the vaults: every vault is more than you both hold",
+    )
 
 
 @pytest.mark.asyncio
@@ -169,13 +201,23 @@ async def test_only_admins_and_owners_mint_for_others(client: httpx.AsyncClient)
     editor = await t.add_member(client, "eve", ["team"], role="editor", scope="rw")
     admin = await t.add_member(client, "ada", ["ops"], role="admin", scope="rwd")
     await t.add_member(client, "alice", ["team"])
-    assert (await mint(client, editor, member="alice")).status_code == 403
-    assert (await mint(client, admin, member="alice")).status_code == 403  # not its vault
-    assert (await mint(client, admin, member="nobody")).status_code == 404
+    t.refused(
+        await mint(client, editor, member="alice"),
+        403,
+        "forbidden",
+        "only an admin or owner may mint a token for another member",
+    )
+    t.refused(
+        await mint(client, admin, member="alice"),
+        403,
+        "forbidden",
+        "you manage none of the vaults of member 'alice'",
+    )  # not its vault
+    t.refused(await mint(client, admin, member="nobody"), 404, "not_found", "no member 'nobody'")
     operator = await client.post(
         "/v1/tokens", json={"resource": [t.RESOURCE], "member": "alice"}, headers=t.ADMIN
     )
-    assert operator.status_code == 401
+    t.refused(operator, 401, "unauthorized", "the admin token is not accepted here")
 
 
 @pytest.mark.parametrize("change", ["demote", "remove"])

@@ -16,6 +16,7 @@ import secrets
 from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from center import rules
 from center.db import Grant, Key, Member, Node
 from center.errors import ForbiddenError, UnauthorizedError
 from center.principals import CREDENTIAL_PREFIXES, OPERATOR, Principal, find, principal
@@ -130,6 +131,7 @@ class Authenticator:
             generation=row.grantee_generation,
             grant=row.id,
             expires=row.expires,
+            paths=rules.loaded(row.paths),
         )
 
     async def _key(self, session: AsyncSession, kid: str, now: int) -> PublicKey:
@@ -177,4 +179,5 @@ def _live(row: Grant | None, claims: Claims, now: int) -> bool:
         and row.grantee == claims.sub
         and list(row.chain) == list(claims.chain)
         and [row.vault] == list(claims.vaults)
+        and claims.paths == rules.loaded(row.paths)
     )

@@ -21,6 +21,7 @@ import typer
 
 from center.commands import (
     AsMember,
+    consent_app,
     grant_app,
     member_app,
     node_app,
@@ -33,6 +34,7 @@ from center.db.probe import check_database
 from center.errors import ListenError
 from center.remote import (
     DEFAULT_URL,
+    TAKES_ID,
     Json,
     Remote,
     RemoteError,
@@ -68,6 +70,7 @@ app.add_typer(request_app, name="request")
 app.add_typer(audit_app, name="audit")
 app.add_typer(node_app, name="node")
 app.add_typer(token_app, name="token")
+app.add_typer(consent_app, name="consent")
 
 
 @app.command()
@@ -159,7 +162,7 @@ def key_rotate(as_json: Json = False) -> None:
     )
 
 
-@key_app.command("revoke")
+@key_app.command("revoke", context_settings=TAKES_ID)
 @handled
 def key_revoke(
     kid: Annotated[str, typer.Argument(help="The key id (as in the JWKS) to revoke.")],
@@ -187,7 +190,7 @@ def healthcheck(
     """Exit 0 if URL answers 200 with status ok, else 1 (also while changes are locked):
     a container HEALTHCHECK that needs no shell and no curl in the image."""
     problem = _unhealthy(url)
-    print("healthy" if problem is None else f"unhealthy: {problem}")
+    print("healthy" if problem is None else f"unhealthy: {url}: {problem}")
     raise typer.Exit(0 if problem is None else 1)
 
 
@@ -195,7 +198,7 @@ def _unhealthy(url: str) -> str | None:
     try:
         answer = httpx.get(url, timeout=5.0)
         body = answer.json() if answer.status_code == 200 else None
-    except (httpx.HTTPError, ValueError) as exc:
+    except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:
         return type(exc).__name__
     if answer.status_code != 200:
         return f"HTTP {answer.status_code}"

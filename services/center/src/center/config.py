@@ -106,6 +106,14 @@ class Settings(BaseSettings):
     oauth_resources: tuple[str, ...] = Field(
         (), description="Resource URLs OAuth tokens may name besides registered nodes' (JSON list)"
     )
+    oauth_client_metadata_hosts: tuple[str, ...] = Field(
+        (),
+        description="Hosts whose client metadata documents may be fetched from loopback or "
+        "private addresses (JSON list); every other host must resolve to public addresses only",
+    )
+    oauth_client_metadata_ca_file: Path | None = Field(
+        None, description="PEM CAs to trust for client metadata documents instead of the system's"
+    )
     oauth_access_minutes: int = Field(60, ge=1, le=60, description="OAuth access token lifetime")
     oauth_refresh_days: int = Field(
         30, ge=1, le=365, description="OAuth refresh token lifetime; each rotation restarts it"

@@ -1,9 +1,11 @@
 """Grants: time-bound delegations inside one vault, and their transitive revocation.
 
 A grant lives 1-60 minutes and never exceeds its issuer: not its role, scope or vault,
-nor (when delegated under a parent grant) the parent's scope, vault or remaining
-lifetime; delegation stops at depth 2. `chain` holds a grant's ancestors and itself, so
-revoking any ancestor reaches every descendant at a node with one set lookup.
+nor (when delegated under a parent grant) the parent's scope, vault, path rules or
+remaining lifetime; delegation stops at depth 2. A grant without path rules of its own
+gets its issuer's (the member's, or the parent grant's). `chain` holds a grant's
+ancestors and itself, so revoking any ancestor reaches every descendant at a node with
+one set lookup.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from sqlalchemy import Select, delete, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
+from center import rules
 from center.db import Grant
 from center.errors import ConflictError, ForbiddenError, LimitError, NotFoundError
 from center.keyring import Keyring
@@ -32,7 +35,8 @@ from center.principals import (
 )
 from center.store import Change
 from center.tokens import audience, claims_for, narrowed
-from tickets import ALL_VAULTS, MAX_DEPTH, Scope
+from tickets import ALL_VAULTS, MAX_DEPTH, Paths, Scope
+from tickets.reach import NO_PATHS
 from tickets.revocation import SKEW
 from tickets.scopes import EXPANSION, ROLE_CAPS
 
@@ -57,6 +61,8 @@ class GrantAsk:
     """An absolute cap on the expiry (a claimed request's approver bound)."""
     vouched: tuple[str, ...] | None = None
     """Resources the settings name besides registered nodes'; when set, any other is refused."""
+    paths: Paths = NO_PATHS
+    """Path rules in `vault` (center.rules); none: the issuer's."""
 
 
 def view(row: Grant) -> dict[str, Any]:
@@ -77,6 +83,7 @@ def view(row: Grant) -> dict[str, Any]:
         "reason": row.reason,
         "request_id": row.request_id,
         "revoked": row.revoked,
+        "paths": rules.shown(row.paths),
     }
 
 
@@ -165,6 +172,7 @@ def _row(
         request_id=ask.request_id,
         created=now,
         expires=min(now + ask.minutes * 60, ask.until or now + ask.minutes * 60),
+        paths=rules.stored(ask.paths),
     )
 
 
@@ -177,11 +185,27 @@ async def issue(
     ask = _under_own_grant(caller, ask)
     _check_issuer(caller, ask)
     parent = await _parent(work.session, caller, ask, work.now)
+    ask = replace(ask, paths=_paths(caller, ask, parent))
     grant_id = secrets.token_hex(16)
     grantee = await _grantee(work.session, caller, ask, grant_id)
     return await create(
         work, keyring, issuer, grant_id, ask, caller=caller, grantee=grantee, parent=parent
     )
+
+
+def _paths(caller: Principal, ask: GrantAsk, parent: Grant | None) -> Paths:
+    """The grant's rules: those asked for, within its issuer's (the parent grant's when
+    delegated), or the issuer's when none are asked for."""
+    if parent is not None:
+        outer, whose = (
+            rules.loaded(parent.paths).reach(ask.vault),
+            f"the rules of parent grant {parent.id}",
+        )
+    else:
+        outer, whose = caller.paths.reach(ask.vault), f"the rules of {caller.id}"
+    inner = ask.paths.reach(ask.vault) if ask.paths else outer
+    rules.narrowed(inner, outer, ask.vault, whose)
+    return NO_PATHS if inner is None else Paths({ask.vault: inner})
 
 
 def _under_own_grant(caller: Principal, ask: GrantAsk) -> GrantAsk:
@@ -220,6 +244,7 @@ async def create(
         mgen=row.grantee_generation,
         chain=row.chain,
         lifetime=row.expires - work.now,
+        paths=ask.paths,
     )
     token = await keyring.sign(work, claims)
     delegated = {"issued_by": caller.id, "via_grant": row.parent} if row.parent else {}
@@ -229,6 +254,7 @@ async def create(
         reason=row.reason,
         request_id=row.request_id,
         **delegated,
+        **rules.audit(ask.paths),
     )
     return {**view(row), "token": token, "audience": aud}
 

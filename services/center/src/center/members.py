@@ -1,8 +1,8 @@
 """Members: durable principals the operator creates, changes and removes.
 
 A member's credential is shown once, at creation (or rotation), and stored as its SHA-256
-digest. Changing a member's role, scope or vaults, rotating its credential or removing
-it bumps its generation — every token it holds dies at the nodes — and revokes every
+digest. Changing a member's role, scope, vaults or path rules, rotating its credential or
+removing it bumps its generation — every token it holds dies at the nodes — and revokes every
 grant it issued or received, transitively.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from center import tokens
+from center import rules, tokens
 from center.auth import as_member, digest, new_credential
 from center.console.sessions import end_for
 from center.db import Generation, Member
@@ -28,7 +28,7 @@ from center.errors import (
     NotFoundError,
 )
 from center.grants import revoke_involving
-from center.oauth import refresh
+from center.oauth import consent, refresh
 from center.passwords import Passwords, check_password
 from center.principals import (
     FIRST_GENERATION,
@@ -58,6 +58,8 @@ class MemberAsk:
     scope: str | None = None
     password_hash: str | None = None
     email: str | None = None
+    paths: rules.Rules | None = None
+    """Path rules per vault (center.rules); None: every vault named is reached whole."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,8 @@ class MemberPatch:
     rotate_credential: bool = False
     email: str | None = None
     """A new login address; "" removes it."""
+    paths: rules.Rules | None = None
+    """New path rules ({} removes them); None keeps those of the vaults it still holds."""
 
 
 def view(member: Member, generation: int) -> dict[str, Any]:
@@ -86,6 +90,7 @@ def view(member: Member, generation: int) -> dict[str, Any]:
         "created": member.created,
         "updated": member.updated,
         "last_sign_in": member.last_sign_in,
+        "paths": rules.shown(member.paths),
     }
 
 
@@ -124,6 +129,7 @@ async def add(work: Change, ask: MemberAsk) -> dict[str, Any]:
     member_id = check_member_id(ask.id)
     role, scope = role_and_scope(ask.role, ask.scope)
     vaults = check_vaults(ask.vaults)
+    paths = rules.parse(ask.paths, vaults)
     if await work.session.get(Member, member_id) is not None:
         raise ExistsError("member", member_id)
     email = None
@@ -142,12 +148,18 @@ async def add(work: Change, ask: MemberAsk) -> dict[str, Any]:
         email=email,
         created=work.now,
         updated=work.now,
+        paths=rules.stored(paths),
     )
     work.session.add(member)
     await work.session.flush()
     generation = await generation_of(work.session, member_id)
     work.record(
-        "member.add", actor=OPERATOR_ID, subject=member_id, scope=scope, vault=_vault_field(vaults)
+        "member.add",
+        actor=OPERATOR_ID,
+        subject=member_id,
+        scope=scope,
+        vault=_vault_field(vaults),
+        **rules.audit(paths),
     )
     return {**view(member, generation), "credential": credential}
 
@@ -157,8 +169,15 @@ async def update(work: Change, member_id: str, patch: MemberPatch) -> dict[str, 
     member = await _get(work.session, member_id)
     role, scope = role_and_scope(patch.role or member.role, patch.scope or member.scope)
     vaults = check_vaults(patch.vaults) if patch.vaults is not None else list(member.vaults)
-    authority = (role, scope, vaults) != (member.role, member.scope, list(member.vaults))
+    paths = (
+        rules.parse(patch.paths, vaults)
+        if patch.paths is not None
+        else rules.only(rules.loaded(member.paths), vaults)
+    )
+    before = (member.role, member.scope, list(member.vaults), rules.loaded(member.paths))
+    authority = (role, scope, vaults, paths) != before
     member.role, member.scope, member.vaults, member.updated = role, scope, vaults, work.now
+    member.paths = rules.stored(paths)
     if patch.password_hash is not None:
         member.password_hash = patch.password_hash
         await refresh.end_sessions(work, member_id, "member.set password")
@@ -178,7 +197,12 @@ async def update(work: Change, member_id: str, patch: MemberPatch) -> dict[str, 
         await tokens.revoke_issued_by(work, member_id, "member.set")
     generation = await generation_of(work.session, member_id)
     work.record(
-        "member.set", actor=OPERATOR_ID, subject=member_id, scope=scope, vault=_vault_field(vaults)
+        "member.set",
+        actor=OPERATOR_ID,
+        subject=member_id,
+        scope=scope,
+        vault=_vault_field(vaults),
+        **rules.audit(paths),
     )
     return {**view(member, generation), "revoked_grants": revoked, **extra}
 
@@ -190,6 +214,7 @@ async def remove(work: Change, member_id: str) -> dict[str, Any]:
     revoked = await revoke_involving(work, member_id, OPERATOR_ID, "member.remove")
     await tokens.revoke_issued_by(work, member_id, "member.remove")
     await end_for(work, member_id)
+    await consent.forget_member(work, member_id)
     await work.session.delete(member)
     work.record(
         "member.remove", actor=OPERATOR_ID, subject=member_id, vault=_vault_field(member.vaults)

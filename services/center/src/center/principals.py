@@ -1,6 +1,7 @@
 """Who can act: the operator and members, the names they may have, and their generations.
 
-A `Principal` is what every decision looks at: id, role, scope, vaults and generation.
+A `Principal` is what every decision looks at: id, role, scope, vaults, path rules and
+generation.
 The operator is the owner of every vault under the reserved id `center-admin`. The
 generation counter lives in its own table and outlives the member, so removing and
 re-creating an id can never bring its old tokens back.
@@ -21,7 +22,9 @@ from center.errors import InvalidArgumentError, UnauthorizedError
 from tickets import (
     ALL_VAULTS,
     ROLES,
+    Paths,
     Permissions,
+    Reach,
     Role,
     Scope,
     UnknownRoleError,
@@ -29,6 +32,7 @@ from tickets import (
     parse_role,
     parse_scope,
 )
+from tickets.reach import NO_PATHS, ROOT
 from tickets.scopes import EXPANSION, ROLE_CAPS, scope_name
 
 OPERATOR_ID = "center-admin"
@@ -113,6 +117,8 @@ class Principal:
     """Set when the caller authenticated with a grant token: it acts within that grant."""
     expires: int | None = None
     """The end of that grant."""
+    paths: Paths = NO_PATHS
+    """Its path rules (center.rules): the member's, or the grant's it acts within."""
 
     @property
     def is_operator(self) -> bool:
@@ -136,7 +142,21 @@ class Principal:
             "scope": self.scope,
             "vaults": list(self.vaults),
             "generation": self.generation,
+            "paths": {v: rules_of(r) for v, r in sorted(self.paths.vaults.items())},
         }
+
+
+def rules_of(reach: Reach) -> dict[str, list[str] | None]:
+    """Every list spelled out; `read` or `write` None where it is the whole vault."""
+
+    def folders(items: tuple[str, ...]) -> list[str] | None:
+        return None if items == (ROOT,) else list(items)
+
+    return {
+        "read": folders(reach.read),
+        "write": folders(reach.write),
+        "exclude": list(reach.exclude),
+    }
 
 
 OPERATOR = Principal(OPERATOR_ID, "owner", "allow_all", (ALL_VAULTS,))
@@ -173,6 +193,7 @@ async def principal(session: AsyncSession, member: Member) -> Principal:
         scope=parse_scope(member.scope),
         vaults=tuple(member.vaults),
         generation=await generation_of(session, member.id),
+        paths=Paths.from_claim(member.paths),
     )
 
 

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -34,6 +35,11 @@ bearer token: the operator's admin token, a member's credential (`sbm_…`), or 
 heartbeat a node's credential (`sbn_…`). Credentials and tokens appear in a response
 only where a route says "shown once".
 
+Each route lists the keys of its answer; a key is always there (null where the type
+allows it) unless the table says "only when set". The objects inside answers (a list's
+items, a nested object) are described once, under "Shapes inside answers" at the end.
+The OAuth endpoints answer in OAuth's shapes (RFC 6749, RFC 7591, RFC 8414).
+
 """
 
 
@@ -57,6 +63,9 @@ def _type(schema: dict[str, Any]) -> str:
         return f"`{schema['$ref'].rsplit('/', 1)[-1]}`"
     if "anyOf" in schema:
         return " or ".join(_type(part) for part in schema["anyOf"])
+    if "const" in schema or "enum" in schema:
+        values = schema["enum"] if "enum" in schema else [schema["const"]]
+        return " or ".join(f"`{json.dumps(value)}`" for value in values)
     kind = schema.get("type", "any")
     if kind == "array":
         return f"list of {_type(schema.get('items', {}))}"
@@ -138,6 +147,68 @@ def _body(operation: dict[str, Any], schemas: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def _answer_model(answer: dict[str, Any]) -> str | None:
+    """The name of the model a response declares for its JSON body, if it declares one."""
+    ref = answer.get("content", {}).get("application/json", {}).get("schema", {}).get("$ref")
+    return ref.rsplit("/", 1)[-1] if ref else None
+
+
+def shape(schema: dict[str, Any]) -> list[str]:
+    """A response model as a table: each key, its type, whether it is always there."""
+    required = set(schema.get("required", ()))
+    lines = [
+        "| key | type | present | description |",
+        "| --- | --- | --- | --- |",
+    ]
+    for field, spec in schema.get("properties", {}).items():
+        present = "always" if field in required else "only when set"
+        lines.append(
+            f"| `{field}` | {_type(spec)} | {present} | {_cell(spec.get('description', ''))} |"
+        )
+    return [*lines, ""]
+
+
+def _answers(operation: dict[str, Any], schemas: dict[str, Any]) -> list[str]:
+    lines = []
+    for status, answer in operation.get("responses", {}).items():
+        if not status.startswith("2"):
+            continue
+        if (name := _answer_model(answer)) is not None:
+            schema, where = schemas[name], ""
+        elif (found := _line_model(answer)) is not None:
+            (media, schema), name = found, found[1].get("title", "")
+            where = f" (each line of `{media}`)"
+        else:
+            continue
+        about = _cell(schema.get("description", ""))
+        lines += [f"Answer `{status}` `{name}`{where}{': ' + about if about else ''}", ""]
+        lines += shape(schema)
+    return lines
+
+
+def _line_model(answer: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """The media type and inline model of an answer that is one object per line (NDJSON)."""
+    for media, content in answer.get("content", {}).items():
+        schema = content.get("schema", {})
+        if media != "application/json" and schema.get("properties"):
+            return media, schema
+    return None
+
+
+def _nested(spec: dict[str, Any], used: set[str]) -> set[str]:
+    """The names of the models the fields of a response model refer to, transitively."""
+    schemas = spec.get("components", {}).get("schemas", {})
+    found: set[str] = set()
+    frontier = list(used)
+    while frontier:
+        text = str(schemas[frontier.pop()].get("properties", {}))
+        for name in schemas:
+            if f"'#/components/schemas/{name}'" in text and name not in found:
+                found.add(name)
+                frontier.append(name)
+    return found
+
+
 def _auth(operation: dict[str, Any], schemes: dict[str, Any]) -> str:
     names = [name for entry in operation.get("security", []) for name in entry]
     if not names:
@@ -148,8 +219,10 @@ def _auth(operation: dict[str, Any], schemes: dict[str, Any]) -> str:
 def _responses(operation: dict[str, Any]) -> str:
     found = []
     for status, answer in operation.get("responses", {}).items():
+        name = _answer_model(answer)
         types = ", ".join(answer.get("content", {})) or "no body"
-        found.append(f"`{status}` {answer.get('description', '')} ({types})")
+        what = f"`{name}`" if name else answer.get("description", "")
+        found.append(f"`{status}` {what} ({types})")
     return "; ".join(found)
 
 
@@ -167,6 +240,7 @@ def operation_section(
         "",
         *_parameters(operation),
         *_body(operation, components.get("schemas", {})),
+        *_answers(operation, components.get("schemas", {})),
     ]
     return "\n".join(lines)
 
@@ -185,7 +259,25 @@ def api_page(schema: dict[str, Any] | None = None) -> str:
                     operation_section(method, path, operation, components)
                 )
     body = [f"## {tag}\n\n" + "\n".join(sections) for tag, sections in groups.items()]
-    return INTRO + "\n".join(body)
+    return INTRO + "\n".join(body) + _shapes(spec)
+
+
+def _shapes(spec: dict[str, Any]) -> str:
+    """The models that answers hold inside them (a list's items, a nested object)."""
+    schemas = spec.get("components", {}).get("schemas", {})
+    answered = {
+        name
+        for item in spec["paths"].values()
+        for method in METHODS
+        for answer in item.get(method, {}).get("responses", {}).values()
+        if (name := _answer_model(answer)) is not None
+    }
+    lines = ["", "## Shapes inside answers", ""]
+    for name in sorted(_nested(spec, answered)):
+        about = _cell(schemas[name].get("description", ""))
+        lines += [f"### `{name}`", "", *([about, ""] if about else [])]
+        lines += shape(schemas[name])
+    return "\n".join(lines)
 
 
 SETTINGS_INTRO = """\

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from sqlalchemy import and_, delete, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from center import grants
+from center import grants, rules
 from center.db import Request
 from center.errors import ConflictError, ForbiddenError, LimitError, NotFoundError
 from center.keyring import Keyring
@@ -33,7 +33,8 @@ from center.principals import (
 )
 from center.store import Change
 from center.tokens import narrowed
-from tickets import Scope, parse_scope
+from tickets import Paths, Scope, parse_scope
+from tickets.reach import NO_PATHS
 from tickets.scopes import EXPANSION, ROLE_CAPS
 
 DAY = 86_400
@@ -55,16 +56,19 @@ class RequestAsk:
     minutes: int = 15
     reason: str | None = None
     approvers: tuple[str, ...] = ()
+    paths: rules.Rules | None = None
+    """Path rules asked for in `vault`; none: the whole vault (or the approver's rules)."""
 
 
 @dataclass(frozen=True)
 class Decision:
-    """How an approver decides: optionally narrower than asked (`scope`, `minutes`), and
-    with a reason (for a rejection, the requester reads it)."""
+    """How an approver decides: optionally narrower than asked (`scope`, `minutes`,
+    `paths`), and with a reason (for a rejection, the requester reads it)."""
 
     scope: Scope | None = None
     minutes: int | None = None
     reason: str | None = None
+    paths: rules.Rules | None = None
 
 
 def view(row: Request) -> dict[str, Any]:
@@ -85,6 +89,8 @@ def view(row: Request) -> dict[str, Any]:
         "asked_scope": row.asked_scope or row.scope,
         "asked_minutes": row.asked_minutes or row.minutes,
         "decision_reason": row.decision_reason,
+        "paths": rules.shown(row.paths),
+        "asked_paths": rules.shown(row.paths if row.asked_paths is None else row.asked_paths),
     }
 
 
@@ -148,6 +154,7 @@ async def create(work: Change, caller: Principal, ask: RequestAsk) -> dict[str, 
     if not EXPANSION[ask.scope] <= EXPANSION[ROLE_CAPS[caller.role]]:
         raise ForbiddenError(f"{ask.scope} exceeds the cap of your role {caller.role}")
     approvers = _check_approvers(ask.approvers, caller.id)
+    paths = rules.parse(ask.paths, [ask.vault])
     await _check_limits(work.session, caller.id, ask.vault)
     row = Request(
         id=secrets.token_hex(16),
@@ -159,10 +166,13 @@ async def create(work: Change, caller: Principal, ask: RequestAsk) -> dict[str, 
         approvers=approvers,
         state="pending",
         created=work.now,
+        paths=rules.stored(paths),
     )
     work.session.add(row)
     via = {"via_grant": caller.grant} if caller.grant else {}
-    work.record("request.create", **_fields(row, caller.id), reason=row.reason, **via)
+    work.record(
+        "request.create", **_fields(row, caller.id), reason=row.reason, **via, **rules.audit(paths)
+    )
     return view(row)
 
 
@@ -228,9 +238,15 @@ async def decide(
         row.state = "rejected"
     else:
         _narrow(row, decision)
+        _narrow_paths(row, decision, caller)
         row.state, row.approver_scope, row.approver_role = "approved", caller.scope, caller.role
         row.approver_generation, row.requester_generation = caller.generation, requester.generation
-    work.record(f"request.{verdict}", **_fields(row, caller.id), reason=_why(row, decision))
+    work.record(
+        f"request.{verdict}",
+        **_fields(row, caller.id),
+        reason=_why(row, decision),
+        **(rules.audit(rules.loaded(row.paths)) if verdict == "approve" else {}),
+    )
     return view(row)
 
 
@@ -244,6 +260,22 @@ def _narrow(row: Request, decision: Decision) -> None:
     if (scope, minutes) != (row.scope, row.minutes):
         row.asked_scope, row.asked_minutes = row.scope, row.minutes
         row.scope, row.minutes = scope, minutes
+
+
+def _narrow_paths(row: Request, decision: Decision, approver: Principal) -> None:
+    """The rules approved: those the approver names (within the ask), else the ask; both
+    within the approver's own rules (an ask for the whole vault gets the approver's)."""
+    asked = rules.loaded(row.paths).reach(row.vault)
+    mine = approver.paths.reach(row.vault)
+    if decision.paths:
+        approved = rules.parse(decision.paths, [row.vault]).reach(row.vault)
+        rules.narrowed(approved, asked, row.vault, "the rules asked for", "approve less")
+    else:
+        approved = asked if asked is not None else mine
+    rules.narrowed(approved, mine, row.vault, f"your rules as {approver.id}", "approve less")
+    chosen = NO_PATHS if approved is None else Paths({row.vault: approved})
+    if chosen != rules.loaded(row.paths):
+        row.asked_paths, row.paths = row.paths or {}, rules.stored(chosen)
 
 
 def _why(row: Request, decision: Decision) -> str | None:
@@ -312,6 +344,7 @@ async def claim(
         resources=tuple(resources),
         request_id=row.id,
         until=row.approver_expiry,
+        paths=rules.loaded(row.paths),
     )
     issued = await grants.create(
         work, keyring, issuer, secrets.token_hex(16), ask, caller=approver, grantee=caller

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import html
 import itertools
 from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -131,3 +132,22 @@ async def verifier(http: httpx.AsyncClient, clock: Clock, audience: str = RESOUR
     snapshot = (await http.get("/v1/revocations")).json()["snapshot"]
     state.accept(snapshot, keys, issuer=ISSUER, now=clock())
     return Verifier(keys=keys, issuer=ISSUER, audience=audience, revocation=state, clock=clock)
+
+
+def refused(response: httpx.Response, status: int, code: str | None, *words: str) -> None:
+    """Assert a refusal by its rule, not by its status alone: the status, the machine code
+    (`error.code` of the center's body, `error` of OAuth's; None for an HTML page) and
+    `words` its message holds (the page's text for HTML): the thing it names, the fix."""
+    assert response.status_code == status, response.text
+    if code is None:
+        assert response.headers["content-type"].startswith("text/html"), response.text
+        message = html.unescape(response.text)
+    else:
+        error = response.json()["error"]
+        if isinstance(error, dict):
+            found, message = error["code"], error["message"]
+        else:
+            found, message = error, response.json().get("error_description") or ""
+        assert found == code, response.text
+    for word in words:
+        assert word in message, f"{word!r} not in {message!r}"

@@ -1,8 +1,9 @@
 """Node tokens for members: a durable credential is exchanged here, never sent to a node.
 
 `POST /v1/tokens` turns a member's credential into a signed agent token (at most 90 days)
-for the node resource(s) it names, narrowed to a scope and vaults the member holds. The
-center keeps each token's jti and expiry (never the token) so it can be revoked by jti.
+for the node resource(s) it names, narrowed to a scope, vaults and path rules the member
+holds (a vault without rules asked for keeps the member's). The center keeps each
+token's jti and expiry (never the token) so it can be revoked by jti.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from sqlalchemy import Select, delete, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from center import rules
 from center.config import check_public_url
 from center.db import Node, Token
 from center.errors import (
@@ -39,6 +41,7 @@ from tickets import (
     ALL_VAULTS,
     Claims,
     ClaimsError,
+    Paths,
     Permissions,
     Scope,
     ScopeExceededError,
@@ -139,6 +142,8 @@ class TokenAsk:
     member: str | None = None
     vouched: tuple[str, ...] | None = None
     """Resources the settings name besides registered nodes'; when set, any other is refused."""
+    paths: rules.Rules | None = None
+    """Path rules per vault of the token, within the member's; a vault left out keeps its."""
 
 
 async def exchange(
@@ -150,10 +155,13 @@ async def exchange(
     if ask.member is None or ask.member == caller.id:
         holder, permissions = caller, narrowed(caller.permissions, ask.scope)
         vaults = narrowed_vaults(caller, ask.vaults)
+        bounds = [caller]
     else:
         holder = await _other_member(work, caller, ask.member)
         permissions = narrowed(holder.permissions & caller.permissions, ask.scope)
         vaults = _vaults_for_other(caller, holder, ask.vaults)
+        bounds = [holder, caller]
+    paths = _paths(bounds, vaults, ask.paths)
     aud = await audience(work.session, vaults, ask.resources, ask.vouched)
     claims = claims_for(
         iss=issuer,
@@ -165,10 +173,28 @@ async def exchange(
         now=work.now,
         mgen=holder.generation,
         lifetime=ask.minutes * 60,
+        paths=paths,
     )
     token = await keyring.sign(work, claims)
     row = _remember(work, caller.id, claims)
     return {"token": token, "token_type": "Bearer", **_view(row), "audience": aud}
+
+
+def _paths(bounds: Sequence[Principal], vaults: Sequence[str], asked: rules.Rules | None) -> Paths:
+    """The token's rules: those asked for, each within the rules of every one of `bounds`
+    (the holder, and the minting manager); a vault not asked for gets the narrowest of
+    theirs. Rules for a vault the token does not name are refused."""
+    wanted = rules.parse(asked, vaults)
+    named = {v for p in bounds for v in rules.only(p.paths, vaults).vaults} | set(wanted.vaults)
+    found = {}
+    for vault in sorted(named):
+        outers = [p.paths.reach(vault) for p in bounds]
+        inner = wanted.reach(vault) if vault in wanted.vaults else rules.narrowest(outers)
+        for principal, outer in zip(bounds, outers, strict=True):
+            rules.narrowed(inner, outer, vault, f"the rules of {principal.id}")
+        if inner is not None:
+            found[vault] = inner
+    return Paths(found)
 
 
 async def _other_member(work: Change, caller: Principal, member_id: str) -> Principal:
@@ -218,6 +244,7 @@ def _remember(work: Change, issuer: str, claims: Claims) -> Token:
         vaults=list(claims.vaults),
         created=work.now,
         expires=claims.exp,
+        paths=rules.stored(claims.paths),
     )
     work.session.add(row)
     work.record(
@@ -228,6 +255,7 @@ def _remember(work: Change, issuer: str, claims: Claims) -> Token:
         vault=claims.vaults[0] if len(claims.vaults) == 1 else None,
         expiry=claims.exp,
         object=f"token:{claims.jti}",
+        **rules.audit(claims.paths),
     )
     return row
 
@@ -242,6 +270,7 @@ def _view(row: Token) -> dict[str, Any]:
         "created": row.created,
         "expires_at": row.expires,
         "revoked": row.revoked,
+        "paths": rules.shown(row.paths),
     }
 
 

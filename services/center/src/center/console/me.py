@@ -1,7 +1,8 @@
 """A member's own page: its vaults (with the node serving each) and rights, the grants
-it holds or issued, its agent tokens, asking for access, and changing its password —
-which ends its sign-ins, this session too. Each part is the API's own code: `/v1/vaults`,
-`/v1/grants`, `/v1/tokens`, `/v1/requests` and `PUT /v1/session/password`.
+it holds or issued, its agent tokens, the OAuth clients it allowed, asking for access,
+and changing its password — which ends its sign-ins, this session too. Each part is the
+API's own code: `/v1/vaults`, `/v1/grants`, `/v1/tokens`, `/v1/consents`, `/v1/requests`
+and `PUT /v1/session/password`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from fastapi.responses import RedirectResponse
 from center import grants, members, nodes, tokens
 from center.auth import as_member
 from center.console.web import CHANNEL, HEADERS, PREFIX, ConsoleRoute, Page, signed_in
+from center.oauth import consent
 from tickets import SCOPES
 
 router = APIRouter(prefix=PREFIX, route_class=ConsoleRoute)
@@ -24,12 +26,14 @@ async def show(page: Page) -> Response:
         vaults = await nodes.visible_vaults(session, me)
         held = [g for g in await grants.listing(session, me, None, now) if g["revoked"] is None]
         mine = await tokens.listing(session, me, now)
+        allowed = await consent.listing(session, me)
     return page.render(
         "me.html",
         vaults=vaults,
         received=[g for g in held if g["grantee"] == me.id],
         issued=[g for g in held if g["issued_by"] == me.id and g["grantee"] != me.id],
         tokens=[t for t in mine if t["subject"] == me.id],
+        consents=allowed,
         permissions=sorted(me.permissions),
         scopes=SCOPES,
         ask_vaults=[v for v in me.vaults if v != "*"],

@@ -1,8 +1,8 @@
 """The members pages (the operator's, as `/v1/members` is): the list with role, scope,
-vaults, generation and last sign-in; add (the credential shown once); change role,
-scope, vaults or e-mail; set a password; rotate the credential; remove. A change that
-revokes — new authority, a new credential, removal — first shows what it will revoke
-and asks to confirm. Each action is `center.members`, as the API calls it.
+vaults, path rules, generation and last sign-in; add (the credential shown once); change
+role, scope, vaults, path rules or e-mail; set a password; rotate the credential;
+remove. A change that revokes — new authority, a new credential, removal — first shows
+what it will revoke and asks to confirm. Each action is `center.members`, as the API calls it.
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from typing import Any
 
 from fastapi import APIRouter, Response
 
-from center import grants, members, tokens
+from center import grants, members, rules, tokens
 from center.auth import as_operator
 from center.console.web import PAGE_SIZE, PREFIX, ConsoleRoute, Page, signed_in
+from center.oauth import consent
 from center.principals import OPERATOR
 from tickets import ROLES, SCOPES
 
@@ -55,6 +56,7 @@ async def add(page: Page) -> Response:
         scope=page.value("scope") or None,
         password_hash=await _hash(page),
         email=page.value("email") or None,
+        paths=page.rules() or None,
     )
     async with page.change() as work:
         created = await members.add(work, ask)
@@ -66,7 +68,8 @@ async def one(page: Page) -> Response:
     member_id = page.request.path_params["member_id"]
     async with page.center.store.read() as session:
         member = await members.get(session, member_id)
-    return page.render("member.html", member=member, roles=ROLES, scopes=SCOPES)
+        allowed = await consent.listing(session, page.me, member_id)
+    return page.render("member.html", member=member, roles=ROLES, scopes=SCOPES, consents=allowed)
 
 
 async def _revokes(page: Page, member_id: str) -> dict[str, Any]:
@@ -91,6 +94,7 @@ def _patch(page: Page, member: dict[str, Any]) -> members.MemberPatch:
         vaults=vaults or None,
         email=email if email != (member["email"] or "") else None,
         rotate_credential=page.value("rotate") == "yes",
+        paths=page.rules(),
     )
 
 
@@ -99,8 +103,10 @@ def _authority(patch: members.MemberPatch, member: dict[str, Any]) -> bool:
         patch.role or member["role"],
         patch.scope or member["scope"],
         sorted(patch.vaults) if patch.vaults else member["vaults"],
+        rules.loaded(member["paths"] if patch.paths is None else patch.paths),
     )
-    return wanted != (member["role"], member["scope"], member["vaults"]) or patch.rotate_credential
+    held = (member["role"], member["scope"], member["vaults"], rules.loaded(member["paths"]))
+    return wanted != held or patch.rotate_credential
 
 
 async def change(page: Page) -> Response:
@@ -113,7 +119,8 @@ async def change(page: Page) -> Response:
         return page.render(
             "confirm.html",
             title=f"Change {member_id}?",
-            what=f"Changing the role, scope or vaults of {member_id}, or its credential, "
+            what=f"Changing the role, scope, vaults or path rules of {member_id}, or its "
+            "credential, "
             "ends its tokens at every node and revokes these:",
             action=f"{PREFIX}/members/{member_id}",
             fields=dict(page.form),

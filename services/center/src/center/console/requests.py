@@ -1,5 +1,5 @@
 """The requests page: pending requests first, each with approve (optionally narrower in
-scope or minutes) and reject (with a reason); decided and expired ones below; a member's
+scope, minutes or path rules) and reject (with a reason); decided and expired ones below; a member's
 own requests with cancel, and a form to ask for access.
 
 Every action is `center.requests`, as the API's routes call it: the same checks, the
@@ -93,7 +93,7 @@ def _reason(page: Page) -> str | None:
 async def approve(page: Page) -> Response:
     request_id = page.request.path_params["request_id"]
     scope = scope_arg(page.value("scope") or None)
-    decision = domain.Decision(scope, _minutes(page), _reason(page))
+    decision = domain.Decision(scope, _minutes(page), _reason(page), page.rules() or None)
     async with page.change() as work:
         done = await domain.decide(work, page.me, request_id, "approve", decision)
     notice = f"Approved {done['requester']}'s request: {done['scope']} for {done['minutes']} min."
@@ -121,6 +121,7 @@ async def create(page: Page) -> Response:
         scope=scope_arg(page.value("scope") or "read") or "read",
         minutes=_minutes(page) or 15,
         reason=_reason(page),
+        paths=page.rules() or None,
     )
     async with page.change() as work:
         made = await domain.create(work, as_member(page.me), ask)

@@ -1,6 +1,17 @@
 """The console's routers, in the order the app mounts them."""
 
-from center.console import audit, grants, me, members, nodes, requests, signin, static, tokens
+from center.console import (
+    audit,
+    consents,
+    grants,
+    me,
+    members,
+    nodes,
+    requests,
+    signin,
+    static,
+    tokens,
+)
 
 CONSOLE_ROUTERS = (
     static.router,
@@ -9,6 +20,7 @@ CONSOLE_ROUTERS = (
     members.router,
     grants.router,
     tokens.router,
+    consents.router,
     nodes.router,
     audit.router,
     me.router,

@@ -15,6 +15,13 @@ from center import testing as t
 from center.oauth.testing import PASSWORD
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+SENT_TO_SIGN_IN = (303, "/console/sign-in")
+"""What a signed-in page answers a browser whose session has ended (or never began)."""
+
+
+def redirect(response: httpx.Response) -> tuple[int, str | None]:
+    """An answer's status and where it sends the browser (None: nowhere)."""
+    return response.status_code, response.headers.get("location")
 
 
 @dataclass

@@ -1,6 +1,7 @@
-"""The tokens page: unexpired agent tokens (all for the operator, a member's own and
-those it minted otherwise), minting one (a member; the token shown once) and revoking
-one by jti. Minting and revoking are `center.tokens`, as `/v1/tokens` calls them.
+"""The tokens page: unexpired agent tokens with their path rules (all for the operator, a
+member's own and those it minted otherwise), minting one (a member, within its path
+rules; the token shown once) and revoking one by jti. Minting and revoking are
+`center.tokens`, as `/v1/tokens` calls them.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ def _ask(page: Page) -> tokens.TokenAsk:
         vaults=tuple(vaults) if vaults else None,
         minutes=_minutes(page),
         member=check_member_id(member) if member else None,
+        paths=page.rules() or None,
     )
 
 

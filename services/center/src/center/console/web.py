@@ -18,6 +18,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.routing import APIRoute
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
+from center import rules
 from center.config import parse_rate
 from center.console import sessions
 from center.console.forms import Forms, fields
@@ -79,7 +80,17 @@ templates = Environment(
     autoescape=select_autoescape(["html"]),
     undefined=StrictUndefined,
 )
-templates.filters.update(when=_when, iso=_iso, ago=_ago)
+
+
+def _rule_field(paths: Mapping[str, Any] | None, key: str) -> str:
+    """One list of path rules as a form field shows it: `team:projects/acme, team:x`."""
+    return ", ".join(f"{v}:{f}" for v, r in sorted((paths or {}).items()) for f in r.get(key) or ())
+
+
+templates.filters.update(
+    when=_when, iso=_iso, ago=_ago, rules=rules.describe, rule_field=_rule_field
+)
+RULE_FIELDS = ("read_paths", "write_paths", "exclude_paths")
 
 
 class Console:
@@ -168,6 +179,16 @@ class Page:
         """A field as posted (or in the query), not stripped: passwords keep their spaces."""
         values = self.form.get(name) or self.request.query_params.getlist(name)
         return values[0] if values else default
+
+    def rules(self) -> rules.Rules | None:
+        """The path rules of a form's three fields (comma-separated `VAULT:FOLDER`); None
+        when the form has none of them, {} when they are empty."""
+        if not any(name in self.form for name in RULE_FIELDS):
+            return None
+        read, write, exclude = (
+            [item for item in self.value(name).split(",") if item.strip()] for name in RULE_FIELDS
+        )
+        return rules.from_args(read, write, exclude)
 
     def offset(self) -> int:
         """Where a paged list starts (`?offset=`), 0 unless a number is given."""

@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from center.config import Settings
 
 ALEMBIC_DIR = Path(__file__).resolve().parent / "alembic"
-HEAD = "0006"
+HEAD = "0009"
 _MIGRATION_LOCK = 0x5EC0_0D_B1  # the advisory lock id every center process agrees on
 FILE_MODE = 0o600
 DIR_MODE = 0o700

@@ -8,13 +8,20 @@ a test keeps these classes and the migrations in step.
 
 from __future__ import annotations
 
-from sqlalchemy import JSON, BigInteger, Boolean, Integer, String, Text
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Boolean, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 ID = 64
 """Member, node and vault ids: at most 64 characters."""
 OBJECT_ID = 32
+CLIENT_ID = 255
+"""A client id: a registered one is short, a metadata document's is its https URL."""
 """Grant, request and token ids: 128 random bits as 32 hex digits."""
+Rules = dict[str, Any] | None
+"""Path rules, `{vault: {"read": [...], "write": [...], "exclude": [...]}}` (center.rules);
+None: every vault named is reached whole."""
 
 
 class Base(DeclarativeBase):
@@ -36,6 +43,7 @@ class Member(Base):
     created: Mapped[int] = mapped_column(BigInteger)
     updated: Mapped[int] = mapped_column(BigInteger)
     last_sign_in: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    paths: Mapped[Rules] = mapped_column(JSON, default=None)
 
 
 class Generation(Base):
@@ -68,6 +76,7 @@ class Grant(Base):
     created: Mapped[int] = mapped_column(BigInteger)
     expires: Mapped[int] = mapped_column(BigInteger, index=True)
     revoked: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    paths: Mapped[Rules] = mapped_column(JSON, default=None)
 
 
 class Request(Base):
@@ -97,6 +106,10 @@ class Request(Base):
     asked_minutes: Mapped[int | None] = mapped_column(Integer, default=None)
     """The minutes asked for, kept when the approver narrowed `minutes`."""
     decision_reason: Mapped[str | None] = mapped_column(String(256), default=None)
+    paths: Mapped[Rules] = mapped_column(JSON, default=None)
+    """The rules asked for, until decided; then as approved."""
+    asked_paths: Mapped[Rules] = mapped_column(JSON, default=None)
+    """The rules asked for, kept when the approver narrowed `paths`."""
 
 
 class Node(Base):
@@ -153,6 +166,7 @@ class Token(Base):
     created: Mapped[int] = mapped_column(BigInteger)
     expires: Mapped[int] = mapped_column(BigInteger, index=True)
     revoked: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    paths: Mapped[Rules] = mapped_column(JSON, default=None)
 
 
 class Feed(Base):
@@ -186,17 +200,20 @@ class AuditHead(Base):
 
 
 class OAuthClient(Base):
-    """A dynamically registered public OAuth client; `last_used` orders LRU eviction."""
+    """A public OAuth client, registered (RFC 7591) or known by its metadata document's URL
+    (then `expires` says when to fetch it again); `last_used` orders LRU eviction."""
 
     __tablename__ = "oauth_clients"
 
-    id: Mapped[str] = mapped_column(String(OBJECT_ID), primary_key=True)
+    id: Mapped[str] = mapped_column(String(CLIENT_ID), primary_key=True)
     name: Mapped[str | None] = mapped_column(String(256), default=None)
     redirect_uris: Mapped[list[str]] = mapped_column(JSON)
     grant_types: Mapped[list[str]] = mapped_column(JSON)
     response_types: Mapped[list[str]] = mapped_column(JSON)
     created: Mapped[int] = mapped_column(BigInteger)
     last_used: Mapped[int] = mapped_column(BigInteger, index=True)
+    logo_uri: Mapped[str | None] = mapped_column(String(2048), default=None)
+    expires: Mapped[int | None] = mapped_column(BigInteger, default=None)
 
 
 class OAuthCode(Base):
@@ -207,7 +224,7 @@ class OAuthCode(Base):
     __tablename__ = "oauth_codes"
 
     code_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
-    client_id: Mapped[str] = mapped_column(String(OBJECT_ID))
+    client_id: Mapped[str] = mapped_column(String(CLIENT_ID))
     member_id: Mapped[str] = mapped_column(String(ID))
     redirect_uri: Mapped[str] = mapped_column(String(2048))
     challenge: Mapped[str] = mapped_column(String(64))
@@ -218,6 +235,8 @@ class OAuthCode(Base):
     expires: Mapped[int] = mapped_column(BigInteger, index=True)
     used: Mapped[int | None] = mapped_column(BigInteger, default=None)
     family: Mapped[str | None] = mapped_column(String(OBJECT_ID), default=None)
+    vaults: Mapped[list[str] | None] = mapped_column(JSON, default=None)
+    """The vaults consented to (None: all the member's)."""
 
 
 class OAuthFamily(Base):
@@ -227,7 +246,7 @@ class OAuthFamily(Base):
     __tablename__ = "oauth_families"
 
     id: Mapped[str] = mapped_column(String(OBJECT_ID), primary_key=True)
-    client_id: Mapped[str] = mapped_column(String(OBJECT_ID), index=True)
+    client_id: Mapped[str] = mapped_column(String(CLIENT_ID), index=True)
     member_id: Mapped[str] = mapped_column(String(ID), index=True)
     scope: Mapped[str] = mapped_column(String(64))
     resource: Mapped[list[str]] = mapped_column(JSON)
@@ -237,6 +256,35 @@ class OAuthFamily(Base):
     created: Mapped[int] = mapped_column(BigInteger)
     expires: Mapped[int] = mapped_column(BigInteger, index=True)
     revoked: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    vaults: Mapped[list[str] | None] = mapped_column(JSON, default=None)
+    """The vaults consented to (None: all the member's); tokens get those the member
+    still holds."""
+
+
+class OAuthConsent(Base):
+    """What a member allowed a client: `scope` and `vaults` out of `asked_scope` and
+    `asked_vaults`, for a redirect `origin`. One per member and client; a request within
+    what was asked, to the same origin, skips the consent page."""
+
+    __tablename__ = "oauth_consents"
+    __table_args__ = (
+        UniqueConstraint("member_id", "client_id", name="uq_oauth_consents_member_client"),
+    )
+
+    id: Mapped[str] = mapped_column(String(OBJECT_ID), primary_key=True)
+    member_id: Mapped[str] = mapped_column(String(ID), index=True)
+    client_id: Mapped[str] = mapped_column(String(CLIENT_ID), index=True)
+    client_name: Mapped[str | None] = mapped_column(String(256), default=None)
+    """The client's name when consent was given (listings outlive the client's row)."""
+    origin: Mapped[str] = mapped_column(String(2048))
+    asked_scope: Mapped[str] = mapped_column(String(64))
+    asked_vaults: Mapped[list[str]] = mapped_column(JSON)
+    scope: Mapped[str] = mapped_column(String(64))
+    vaults: Mapped[list[str]] = mapped_column(JSON)
+    created: Mapped[int] = mapped_column(BigInteger)
+    updated: Mapped[int] = mapped_column(BigInteger)
+    used: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    """When it last let a sign-in skip the consent page."""
 
 
 class OAuthRefresh(Base):

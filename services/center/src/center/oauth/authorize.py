@@ -203,29 +203,36 @@ def origin(uri: str) -> str:
 
 
 class FormTokens:
-    """Issues and checks the login form's CSRF token (see the module docstring)."""
+    """Issues and checks a form's CSRF token (see the module docstring). The login form
+    and the consent form each have their own key; the consent form's token binds `extra`
+    too: the member who signed in and what the form offered."""
 
     def __init__(self, key: bytes) -> None:
         self.key = key
 
-    def issue(self, ask: AuthorizeRequest, now: int) -> str:
+    def issue(self, ask: AuthorizeRequest, now: int, *extra: bytes) -> str:
         nonce, expires = secrets.token_urlsafe(16), str(now + FORM_TTL)
-        return f"{nonce}.{expires}.{self._mac(nonce, expires, ask)}"
+        return f"{nonce}.{expires}.{self._mac(nonce, expires, ask, extra)}"
 
-    def check(self, token: str, ask: AuthorizeRequest, now: int) -> tuple[str, int] | None:
+    def check(
+        self, token: str, ask: AuthorizeRequest, now: int, *extra: bytes
+    ) -> tuple[str, int] | None:
         """(nonce digest, expiry) of a genuine, unexpired token for this request."""
         nonce, _, rest = token.partition(".")
         expires, _, signature = rest.partition(".")
         if not (nonce and expires.isdigit() and len(expires) <= 12 and signature):
             return None
-        if not hmac.compare_digest(signature.encode(), self._mac(nonce, expires, ask).encode()):
+        expected = self._mac(nonce, expires, ask, extra)
+        if not hmac.compare_digest(signature.encode(), expected.encode()):
             return None
         if int(expires) <= now:
             return None
         return hashlib.sha256(nonce.encode()).hexdigest(), int(expires)
 
-    def _mac(self, nonce: str, expires: str, ask: AuthorizeRequest) -> str:
-        return mac(self.key, nonce.encode(), expires.encode(), *ask.binding())
+    def _mac(
+        self, nonce: str, expires: str, ask: AuthorizeRequest, extra: tuple[bytes, ...]
+    ) -> str:
+        return mac(self.key, nonce.encode(), expires.encode(), *ask.binding(), *extra)
 
 
 async def spend(work: Change, nonce_hash: str, expires: int) -> bool:

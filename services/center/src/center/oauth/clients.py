@@ -21,10 +21,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from center.db.models import OAuthClient
+from center.db.models import CLIENT_ID, OAuthClient, OAuthConsent
 from center.log import get_logger
 from center.oauth.errors import OAuthError
 from center.store import Change
+from tickets.claims import plain_id
 
 MAX_CLIENTS = 1000
 MAX_REDIRECT_URIS = 10
@@ -134,7 +135,7 @@ def view(row: OAuthClient) -> dict[str, Any]:
 async def register(work: Change, meta: ClientMetadata, limit: int = MAX_CLIENTS) -> dict[str, Any]:
     """Store a new client; beyond `limit` clients, the least recently used are forgotten."""
     row = OAuthClient(
-        id=secrets.token_urlsafe(16),
+        id=plain_id(secrets.token_urlsafe(16)),
         name=meta.client_name,
         redirect_uris=list(dict.fromkeys(meta.redirect_uris)),
         grant_types=list(dict.fromkeys(meta.grant_types)),
@@ -143,24 +144,56 @@ async def register(work: Change, meta: ClientMetadata, limit: int = MAX_CLIENTS)
         last_used=work.now,
     )
     work.session.add(row)
+    await _evict(work, row.id, limit)
+    get_logger().info("client_registered", client=row.id)
+    return view(row)
+
+
+async def _evict(work: Change, kept: str, limit: int) -> None:
     await work.session.flush()
     count = await work.session.scalar(select(func.count()).select_from(OAuthClient)) or 0
     if count > limit:
         oldest = (
             select(OAuthClient.id)
-            .where(OAuthClient.id != row.id)
+            .where(OAuthClient.id != kept)
             .order_by(OAuthClient.last_used, OAuthClient.created, OAuthClient.id)
             .limit(count - limit)
         )
         evicted = list((await work.session.scalars(oldest)).all())
         await work.session.execute(delete(OAuthClient).where(OAuthClient.id.in_(evicted)))
+        # A registered client's id never comes back, so its consents would only linger.
+        await work.session.execute(delete(OAuthConsent).where(OAuthConsent.client_id.in_(evicted)))
         get_logger().info("client_evicted", count=len(evicted))
-    get_logger().info("client_registered", client=row.id)
-    return view(row)
+
+
+async def remember(
+    work: Change,
+    client_id: str,
+    meta: ClientMetadata,
+    *,
+    logo_uri: str | None,
+    max_age: int,
+    limit: int = MAX_CLIENTS,
+) -> None:
+    """Keep what a client's metadata document says (fetched just now) for `max_age`
+    seconds; a client known by a document counts towards the same bound as registered ones."""
+    row = await work.session.get(OAuthClient, client_id)
+    if row is None:
+        row = OAuthClient(id=client_id, created=work.now, last_used=work.now)
+        work.session.add(row)
+    row.name = meta.client_name
+    row.redirect_uris = list(dict.fromkeys(meta.redirect_uris))
+    row.grant_types = list(dict.fromkeys(meta.grant_types))
+    row.response_types = ["code"]
+    row.logo_uri = logo_uri
+    row.expires = work.now + max_age
+    await _evict(work, client_id, limit)
+    get_logger().info("client_document_fetched", client=client_id, max_age=max_age)
 
 
 async def find(session: AsyncSession, client_id: str) -> OAuthClient | None:
-    if not client_id or len(client_id) > MAX_CLIENT_ID:
+    longest = CLIENT_ID if client_id.startswith("https://") else MAX_CLIENT_ID
+    if not client_id or len(client_id) > longest:
         return None
     return await session.get(OAuthClient, client_id)
 

@@ -1,6 +1,6 @@
 """Keys derived from the center's secret (HKDF-SHA256), one per purpose.
 
-The login form's CSRF tokens and the refresh-token successors are HMACs under these
+The login and consent forms' CSRF tokens and the refresh-token successors are HMACs under these
 keys: nothing secret is stored for them, and every center process sharing a database
 derives the same keys. A new secret (key rotation) voids open login forms, and a
 refresh retried across that restart counts as a replay.
@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from tickets import parse_secret
 
 FORM = b"login form"
+CONSENT = b"consent form"
 SUCCESSOR = b"refresh successor"
 
 

@@ -37,6 +37,7 @@ def document(issuer: str) -> dict[str, Any]:
             "token_endpoint_auth_methods_supported": ["none"],
             "scopes_supported": list(PERMISSIONS),
             "authorization_response_iss_parameter_supported": True,
+            "client_id_metadata_document_supported": True,
         }
     )
     metadata.validate()

@@ -27,6 +27,7 @@ from center.log import get_logger
 from center.oauth.keys import mac
 from center.principals import OPERATOR_ID
 from center.store import Change
+from tickets.claims import plain_id
 
 GRACE = 30
 """Seconds after a rotation in which a duplicate refresh gets the same tokens again."""
@@ -42,7 +43,7 @@ def successor_of(key: bytes, token: str) -> str:
 
 def access_jti(key: bytes, token: str) -> str:
     """The jti of the access token a rotation of `token` mints (128 bits, like new_jti)."""
-    return mac(key, b"refresh access jti", token.encode("utf-8"))[:22]
+    return plain_id(mac(key, b"refresh access jti", token.encode("utf-8"))[:22])
 
 
 async def start(
@@ -54,6 +55,7 @@ async def start(
     resource: list[str],
     generation: int,
     lifetime: int,
+    vaults: list[str] | None = None,
 ) -> tuple[OAuthFamily, str]:
     """A new family with its first refresh token; expired tokens and families go."""
     await work.session.execute(delete(OAuthRefresh).where(OAuthRefresh.expires < work.now))
@@ -65,6 +67,7 @@ async def start(
         scope=scope,
         resource=resource,
         generation=generation,
+        vaults=vaults,
         access_jtis=[],
         created=work.now,
         expires=work.now + lifetime,
@@ -120,7 +123,7 @@ def remember_access(family: OAuthFamily, jti: str, exp: int, now: int) -> None:
     family.access_jtis = [*live, [jti, exp]]
 
 
-async def _revoke(work: Change, family: OAuthFamily) -> list[str]:
+async def revoke_family(work: Change, family: OAuthFamily) -> list[str]:
     """Revoke the family and its live access tokens (they join the revocation feed)."""
     family.revoked = work.now
     jtis = [str(j) for j, e in family.access_jtis if isinstance(e, int) and e > work.now]
@@ -134,22 +137,29 @@ async def _revoke(work: Change, family: OAuthFamily) -> list[str]:
     return jtis
 
 
-async def end_sessions(work: Change, member_id: str, action: str) -> int:
-    """End every live sign-in of the member (a new password was set): its refresh tokens
-    stop working and its OAuth access tokens are revoked. Agent tokens and grants stay;
-    a change of authority ends those through the member's generation."""
-    families = (
-        await work.session.scalars(
-            select(OAuthFamily).where(
-                OAuthFamily.member_id == member_id, OAuthFamily.revoked.is_(None)
-            )
-        )
-    ).all()
+async def end_sessions(
+    work: Change,
+    member_id: str,
+    action: str,
+    *,
+    client_id: str | None = None,
+    actor: str = OPERATOR_ID,
+) -> int:
+    """End the member's live sign-ins (every one: a new password was set; or those with
+    one client: its consent was revoked): their refresh tokens stop working and their
+    OAuth access tokens are revoked, each audited. Agent tokens and grants stay; a change
+    of authority ends those through the member's generation. How many sign-ins ended."""
+    live = select(OAuthFamily).where(
+        OAuthFamily.member_id == member_id, OAuthFamily.revoked.is_(None)
+    )
+    if client_id is not None:
+        live = live.where(OAuthFamily.client_id == client_id)
+    families = (await work.session.scalars(live.with_for_update())).all()
     for family in families:
-        jtis = await _revoke(work, family)
+        jtis = await revoke_family(work, family)
         work.record(
             "token.revoke",
-            actor=OPERATOR_ID,
+            actor=actor,
             subject=member_id,
             object=f"family:{family.id}",
             reason=f"{action}: sign-in ended with {len(jtis)} access token(s)",
@@ -159,7 +169,7 @@ async def end_sessions(work: Change, member_id: str, action: str) -> int:
 
 async def kill(work: Change, family: OAuthFamily, reason: str, description: str) -> None:
     """Revoke the family and its live access tokens: a replay was detected."""
-    jtis = await _revoke(work, family)
+    jtis = await revoke_family(work, family)
     get_logger().warning(
         "token_reuse_detected",
         reason=reason,

@@ -1,11 +1,13 @@
 """What one running center app keeps for OAuth: its metadata, derived keys, the login
-helper and the per-IP rate limits (in memory, per process, like the spec's)."""
+helper, the client metadata fetcher and the per-IP rate limits (in memory, per process,
+like the spec's)."""
 
 from __future__ import annotations
 
 from center.config import parse_rate
 from center.oauth import keys, metadata
 from center.oauth.authorize import FormTokens
+from center.oauth.documents import Fetcher
 from center.oauth.limits import RateLimiter
 from center.oauth.login import Login
 from center.oauth.token import Minter
@@ -23,6 +25,7 @@ class OAuthServer:
         self.metadata = metadata.document(settings.issuer)
         self.suffixes = metadata.suffixes(settings.issuer)
         self.forms = FormTokens(keys.derive(secret, keys.FORM))
+        self.consents = FormTokens(keys.derive(secret, keys.CONSENT))
         self.minter = Minter(
             keyring=center.keyring,
             issuer=settings.issuer,
@@ -32,6 +35,9 @@ class OAuthServer:
             successor_key=keys.derive(secret, keys.SUCCESSOR),
         )
         self.login = Login(center.passwords)
+        self.documents = Fetcher(
+            settings.oauth_client_metadata_hosts, settings.oauth_client_metadata_ca_file
+        )
         clock = center.store.clock
         self.login_limit = RateLimiter(*parse_rate(settings.login_rate_limit), clock=clock)
         self.register_limit = RateLimiter(*REGISTRATIONS, clock=clock)

@@ -3,22 +3,35 @@
 For tests only: the fast password hasher below must never protect a real password.
 A test sets up a member with a password and a node resource through the operator API
 (`POST /v1/members` with `password`, `POST /v1/nodes` with `resource`), registers a
-client, then signs in through the login page the way a browser would.
+client, then signs in through the login page the way a browser would, and allows (or
+denies, or narrows) on the consent page that follows.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
+import datetime
 import hashlib
+import ipaddress
+import json
 import secrets
-from collections.abc import Sequence
-from dataclasses import dataclass
+import ssl
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from html.parser import HTMLParser
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urljoin, urlsplit
+from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
 import httpx
 from argon2 import PasswordHasher, Type
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from center import testing as t
 from center.passwords import Passwords
@@ -80,11 +93,15 @@ class _Form(HTMLParser):
         super().__init__()
         self.action: str | None = None
         self.inputs: dict[str, str] = {}
+        self.choices: dict[str, list[tuple[str, bool]]] = {}
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         values = {name: value or "" for name, value in attrs}
         if tag == "form":
             self.action = values.get("action")
+        elif tag == "input" and values.get("type") in {"radio", "checkbox"}:
+            listed = self.choices.setdefault(values["name"], [])
+            listed.append((values.get("value", ""), "checked" in values))
         elif tag == "input" and "name" in values:
             self.inputs[values["name"]] = values.get("value", "")
 
@@ -102,6 +119,45 @@ def login_form(page: httpx.Response) -> LoginForm:
     parser.feed(page.text)
     assert parser.action is not None, page.text
     return LoginForm(urljoin(str(page.url), parser.action), parser.inputs["csrf"])
+
+
+@dataclass(frozen=True)
+class ConsentForm:
+    """The consent page's form: where it posts, its hidden fields, and the scopes and
+    vaults offered (value, checked)."""
+
+    action: str
+    hidden: dict[str, str]
+    scopes: list[tuple[str, bool]]
+    vaults: list[tuple[str, bool]]
+
+    def fields(
+        self, decision: str = "allow", scope: str | None = None, vaults: Sequence[str] | None = None
+    ) -> list[tuple[str, str]]:
+        """What a browser posts: the hidden fields, the decision and the choices (those
+        checked on the page unless given)."""
+        chosen = scope or next(value for value, checked in self.scopes if checked)
+        ticked = [v for v, checked in self.vaults if checked] if vaults is None else vaults
+        return [
+            *self.hidden.items(),
+            ("decision", decision),
+            ("scope", chosen),
+            *(("vault", vault) for vault in ticked),
+        ]
+
+
+def consent_form(page: httpx.Response) -> ConsentForm | None:
+    """The consent form of `page`, or None if the page is not the consent page."""
+    parser = _Form()
+    parser.feed(page.text)
+    if parser.action is None or "consent" not in parser.inputs:
+        return None
+    return ConsentForm(
+        urljoin(str(page.url), parser.action),
+        {name: parser.inputs[name] for name in ("consent", "member")},
+        parser.choices.get("scope", []),
+        parser.choices.get("vault", []),
+    )
 
 
 def authorize_params(
@@ -132,13 +188,38 @@ async def sign_in(
     params: Params,
     username: str = "alice",
     password: str = PASSWORD,
+    *,
+    decision: str = "allow",
+    scope: str | None = None,
+    vaults: Sequence[str] | None = None,
 ) -> httpx.Response:
-    """Open the login page and post the form; the response to the post."""
+    """Open the login page, post the form and, if the consent page follows, answer it
+    (`decision`, narrowed to `scope` and `vaults` if given); the response to the last post."""
     page = await http.get("/authorize", params=params)
     assert page.status_code == 200, page.text
     form = login_form(page)
     body = {"username": username, "password": password, "csrf": form.csrf}
-    return await http.post(form.action, data=body)
+    posted = await http.post(form.action, data=body)
+    return await answer_consent(http, posted, decision, scope=scope, vaults=vaults)
+
+
+async def answer_consent(
+    http: httpx.AsyncClient,
+    page: httpx.Response,
+    decision: str = "allow",
+    *,
+    scope: str | None = None,
+    vaults: Sequence[str] | None = None,
+) -> httpx.Response:
+    """Answer the consent page if `page` is one (else `page` itself)."""
+    asked = consent_form(page) if page.status_code == 200 else None
+    if asked is None:
+        return page
+    return await http.post(
+        asked.action,
+        content=urlencode(asked.fields(decision, scope, vaults)),
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
 
 
 def redirect_params(response: httpx.Response) -> dict[str, str]:
@@ -177,3 +258,117 @@ async def code_for(http: httpx.AsyncClient, client_id: str, proof: Pkce, **optio
     """Sign `alice` in for `client_id`; the authorization code the redirect carries."""
     response = await sign_in(http, authorize_params(client_id, proof, **options))
     return redirect_params(response)["code"]
+
+
+def make_ca(folder: Path, host: str = "127.0.0.1") -> tuple[Path, Path, Path]:
+    """A throwaway CA and a server certificate for `host` and localhost, as PEM files:
+    (CA, certificate, key). For tests only."""
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+
+    def build(subject: str, public: Any, issuer: str, ca: bool) -> x509.CertificateBuilder:
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
+        issued = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)])
+        return (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(issued)
+            .public_key(public)
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        )
+
+    ca = build("secondbrain test CA", ca_key.public_key(), "secondbrain test CA", True)
+    ca = ca.add_extension(
+        x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
+    )
+    ca_cert = ca.sign(ca_key, hashes.SHA256())
+    names: list[x509.GeneralName] = [x509.DNSName("localhost")]
+    try:
+        names.append(x509.IPAddress(ipaddress.ip_address(host)))
+    except ValueError:
+        names.append(x509.DNSName(host))
+    leaf = build(host, key.public_key(), "secondbrain test CA", False)
+    leaf = leaf.add_extension(x509.SubjectAlternativeName(names), critical=False)
+    cert = leaf.sign(ca_key, hashes.SHA256())
+    paths = folder / "ca.pem", folder / "cert.pem", folder / "key.pem"
+    paths[0].write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return paths
+
+
+@dataclass
+class Answer:
+    body: bytes
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    undeclared: bool = False
+    """Send no Content-Length: the body ends when the connection closes."""
+    hold: threading.Event | None = None
+    """Answer only once this is set (a server that stalls until the test releases it)."""
+
+
+@dataclass
+class DocumentServer:
+    """An https server on 127.0.0.1 answering GETs from `answers` (by path) and counting
+    them in `hits`: where tests publish client metadata documents."""
+
+    ca_file: Path
+    port: int
+    answers: dict[str, Answer] = field(default_factory=dict)
+    hits: dict[str, int] = field(default_factory=dict)
+
+    def url(self, path: str, host: str = "127.0.0.1") -> str:
+        return f"https://{host}:{self.port}{path}"
+
+    def publish(self, path: str, document: Any, **headers: str) -> str:
+        """Serve `document` as JSON at `path`; its URL."""
+        body = json.dumps(document).encode() if not isinstance(document, bytes) else document
+        self.answers[path] = Answer(body, headers={"Content-Type": "application/json", **headers})
+        return self.url(path)
+
+
+@contextlib.contextmanager
+def document_server(folder: Path) -> Iterator[DocumentServer]:
+    ca_file, cert_file, key_file = make_ca(folder)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_file, key_file)
+    state = DocumentServer(ca_file, 0)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            path = self.path.split("?")[0]
+            state.hits[path] = state.hits.get(path, 0) + 1
+            answer = state.answers.get(path, Answer(b"not found", 404))
+            if answer.hold is not None:
+                answer.hold.wait(60)
+            self.send_response(answer.status)
+            for name, value in answer.headers.items():
+                self.send_header(name, value)
+            if not answer.undeclared:
+                self.send_header("Content-Length", str(len(answer.body)))
+            self.end_headers()
+            self.wfile.write(answer.body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    state.port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,6 +1,7 @@
 """`POST /token` (spec §5.6): the authorization-code grant with PKCE S256 only, and the
 refresh grant with rotation. Access tokens are the Ed25519 JWS every node verifies
-(`client_id` claim, the member's role, vaults and generation, `aud` from RFC 8707).
+(`client_id` claim, the member's role, the vaults consented to that the member holds,
+their path rules, the member's generation, `aud` from RFC 8707).
 
 A refusal that changed state — a code spent by a failed redemption, a family killed by
 a replay — must commit those changes, so the flows return an OAuthError rather than
@@ -10,6 +11,7 @@ raise it inside the store's change.
 from __future__ import annotations
 
 import hmac
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
@@ -19,9 +21,11 @@ from authlib.oauth2.rfc7636.challenge import (  # type: ignore[import-untyped]
     create_s256_code_challenge,
 )
 
+from center import rules
 from center.db.models import OAuthFamily, OAuthRefresh, Token
 from center.keyring import Keyring
 from center.oauth import codes, refresh, resources
+from center.oauth.consent import meet
 from center.oauth.errors import OAuthError, invalid_grant, invalid_request
 from center.principals import Principal, find
 from center.store import Change
@@ -100,6 +104,21 @@ def _same(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode("utf-8"), b.encode("utf-8"))
 
 
+def consented(member: Principal, vaults: Sequence[str] | None) -> tuple[str, ...] | OAuthError:
+    """The vaults a token gets: those consented to (all, for a code or family from before
+    consent) that the member still holds."""
+    if vaults is None:
+        return member.vaults
+    left = meet(member.vaults, vaults)
+    if not left:
+        return OAuthError(
+            "invalid_scope",
+            "no_vault",
+            f"the member holds none of the vaults consented to; {SIGN_IN_AGAIN}",
+        )
+    return left
+
+
 async def _member(work: Change, member_id: str, generation: int) -> Principal | None:
     """The member as it is now, if it still exists with the generation it signed in at."""
     member = await find(work.session, member_id)
@@ -134,8 +153,11 @@ async def redeem_code(work: Change, minter: Minter, ask: TokenRequest) -> Outcom
         return invalid_grant(
             "member_changed", f"the member changed or was removed; {SIGN_IN_AGAIN}"
         )
+    vaults = consented(member, row.vaults)
+    if isinstance(vaults, OAuthError):
+        return vaults
     aud = await resources.audience(
-        work.session, minter.configured, ask.resource, row.resource, member.vaults
+        work.session, minter.configured, ask.resource, row.resource, vaults
     )
     if isinstance(aud, OAuthError):
         return aud
@@ -147,6 +169,7 @@ async def redeem_code(work: Change, minter: Minter, ask: TokenRequest) -> Outcom
         resource=aud,
         generation=row.generation,
         lifetime=minter.refresh_seconds,
+        vaults=row.vaults,
     )
     row.family = family.id
     return await _respond(
@@ -187,8 +210,11 @@ async def rotate_refresh(work: Change, minter: Minter, ask: TokenRequest) -> Out
         return invalid_grant(
             "member_changed", f"the member changed or was removed; {SIGN_IN_AGAIN}"
         )
+    vaults = consented(member, family.vaults)
+    if isinstance(vaults, OAuthError):
+        return vaults
     aud = await resources.audience(
-        work.session, minter.configured, ask.resource, family.resource, member.vaults
+        work.session, minter.configured, ask.resource, family.resource, vaults
     )
     if isinstance(aud, OAuthError):
         return aud
@@ -252,18 +278,22 @@ async def _respond(
     permissions = from_claim(family.scope) & member.permissions
     if not permissions:
         return OAuthError("invalid_scope", "no_permission", "the member holds none of the scope")
+    vaults = consented(member, family.vaults)
+    if isinstance(vaults, OAuthError):
+        return vaults
     claims = claims_for(
         iss=minter.issuer,
         sub=member.id,
         aud=aud,
         scope=permissions,
-        vaults=list(member.vaults),
+        vaults=list(vaults),
         role=member.role,
         now=work.now if issued_at is None else issued_at,
         mgen=member.generation,
         client_id=family.client_id,
         lifetime=minter.access_seconds,
         jti=jti,
+        paths=rules.only(member.paths, vaults),
     )
     access_token = await minter.keyring.sign(work, claims)
     # A duplicate's token is known already, unless its rotation predates derived jtis.
@@ -277,6 +307,7 @@ async def _respond(
                 vaults=list(claims.vaults),
                 created=work.now,
                 expires=claims.exp,
+                paths=rules.stored(claims.paths),
             )
         )
         refresh.remember_access(family, claims.jti, claims.exp, work.now)
@@ -290,6 +321,7 @@ async def _respond(
         object=f"token:{claims.jti}",
         reason=f"oauth {grant}{' again (a duplicate)' if repeat else ''}, "
         f"client {family.client_id}, family {family.id}",
+        **rules.audit(claims.paths),
     )
     return {
         "access_token": access_token,

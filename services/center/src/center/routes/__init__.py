@@ -1,8 +1,15 @@
-"""The center's HTTP routes, one module per resource; `ROUTERS` is what the app mounts."""
+"""The center's HTTP routes, one module per resource; `ROUTERS` is what the app mounts.
+
+The API's routers are mounted under one that declares the center's error body for every
+route; the OAuth endpoints declare OAuth's error shapes themselves.
+"""
+
+from fastapi import APIRouter
 
 from center.routes import (
     accounts,
     audit,
+    consents,
     grants,
     keys,
     members,
@@ -12,18 +19,22 @@ from center.routes import (
     requests,
     session,
 )
+from center.routes.deps import ERRORS
 
-ROUTERS = (
-    public.router,
-    members.router,
-    session.router,
-    grants.router,
-    requests.router,
-    audit.router,
-    nodes.router,
-    keys.router,
-    accounts.router,
-    oauth.router,
-)
+api = APIRouter(responses=ERRORS)
+for _module in (
+    public,
+    members,
+    session,
+    grants,
+    requests,
+    audit,
+    nodes,
+    keys,
+    accounts,
+    consents,
+):
+    api.include_router(_module.router)
+ROUTERS = (api, oauth.router)
 
 __all__ = ["ROUTERS"]

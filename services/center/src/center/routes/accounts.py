@@ -7,14 +7,15 @@ limits. Passwords and codes arrive as SecretStr, so no error or log can echo the
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Request, Response
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from center.accounts import Accounts
 from center.errors import InvalidArgumentError, TooLargeError
-from center.routes.deps import NO_STORE, CenterDep
+from center.routes.deps import NO_STORE, CenterDep, Out
 
 MAX_BODY = 4096
 
@@ -67,7 +68,35 @@ class VerifyIn(BaseModel):
     password: SecretStr = Field(min_length=1, max_length=256, description=CHOSEN_LENGTH)
 
 
-@router.get("", summary="Whether and how this center takes registrations (no SMTP details)")
+class Registration(Out):
+    registration: Literal["off", "email", "username"]
+    locales: list[str] = Field(description="Languages the mails are written in")
+    code_minutes: int = Field(description="How long a mailed code is valid")
+    password_bytes: list[int] = Field(description="The shortest and longest password, in bytes")
+
+
+class Account(Out):
+    """A new account: its member, its own vault and the node it is placed on."""
+
+    id: str
+    role: str
+    scope: str
+    vault: str
+    node: str
+    mcp_url: str = Field(description="The MCP URL of the node holding the vault")
+    credential: str = Field(description="The member credential (sbm_…), shown once")
+
+
+class CodeSent(Out):
+    status: Literal["accepted"]
+    message: str
+
+
+@router.get(
+    "",
+    summary="Whether and how this center takes registrations (no SMTP details)",
+    response_model=Registration,
+)
 async def settings(accounts: AccountsDep) -> dict[str, Any]:
     return accounts.public_view()
 
@@ -76,9 +105,12 @@ async def settings(accounts: AccountsDep) -> dict[str, Any]:
     "/register",
     status_code=202,
     summary="Register: e-mail mode mails a code (202); username mode creates the account (201)",
-    responses={201: {"description": "Username mode: the account; its credential shown once"}},
+    response_model=CodeSent,
+    responses={
+        201: {"model": Account, "description": "Username mode: the account, credential once"}
+    },
 )
-async def register(body: RegisterIn, accounts: AccountsDep, response: Response) -> dict[str, Any]:
+async def register(body: RegisterIn, accounts: AccountsDep) -> CodeSent | JSONResponse:
     mode = accounts.settings.registration
     accounts.require(mode)
     if mode == "username":
@@ -87,21 +119,25 @@ async def register(body: RegisterIn, accounts: AccountsDep, response: Response) 
                 "username", "this center registers by username: send it and a password"
             )
         created = await accounts.register_username(body.username, body.password.get_secret_value())
-        response.status_code = 201
-        response.headers.update(NO_STORE)
-        return created
+        account = Account.model_validate(created).model_dump(mode="json")
+        return JSONResponse(account, status_code=201, headers=NO_STORE)
     if body.email is None or body.password is not None or body.username is not None:
         raise InvalidArgumentError(
             "email", "send your email (and locale); the password comes later"
         )
     await accounts.request_code(body.email, body.locale)
-    return {
-        "status": "accepted",
-        "message": "if this address can register, a code is on its way; it is valid 15 minutes",
-    }
+    return CodeSent(
+        status="accepted",
+        message="if this address can register, a code is on its way; it is valid 15 minutes",
+    )
 
 
-@router.post("/verify", status_code=201, summary="Redeem a code: the account, shown once")
+@router.post(
+    "/verify",
+    status_code=201,
+    summary="Redeem a code: the account, shown once",
+    response_model=Account,
+)
 async def verify(body: VerifyIn, accounts: AccountsDep, response: Response) -> dict[str, Any]:
     created = await accounts.verify(
         body.email, body.code.get_secret_value(), body.password.get_secret_value()

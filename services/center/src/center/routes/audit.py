@@ -12,15 +12,41 @@ from datetime import date, timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
+from pydantic import Field
 
 from center.audit import Selection
 from center.errors import ForbiddenError, InvalidArgumentError
 from center.principals import MANAGERS, Principal, check_vault
-from center.routes.deps import Caller, CenterDep
+from center.routes.deps import Caller, CenterDep, Out
 from tickets import ALL_VAULTS
 
 router = APIRouter(tags=["audit"])
 NDJSON = "application/x-ndjson"
+
+
+class AuditLine(Out):
+    """One audit record, one line of an export, as the chain holds it (docs/center.md,
+    "Audit log"); the fields it does not use are null, the last four left out."""
+
+    v: int = Field(description="Record format version (1)")
+    seq: int = Field(description="Position in the chain, from 1")
+    ts: str = Field(description="UTC time, e.g. 2026-11-20T10:15:03.123456Z")
+    prev_hash: str = Field(description="The previous record's hash (64 zeros for the first)")
+    hash: str = Field(description="SHA-256 of the record without hash, in hex")
+    action: str = Field(description="What changed, e.g. member.add or grant.issue")
+    actor: str | None = Field(description="Who made the change")
+    subject: str | None = Field(description="The member or grantee it concerns")
+    scope: str | None = Field(description="The permissions given, e.g. rw")
+    vault: str | None = Field(description="Null for a change of the center itself")
+    expiry: int | None = Field(description="Unix time the grant, token or key ends")
+    parent: str | None = Field(description="The parent grant of a delegation")
+    reason: str | None = Field(description="Why, as the caller gave it (no secrets)")
+    request_id: str | None = Field(description="The access request it decides")
+    object: str | None = Field(description="What else it names, e.g. key:KID or client:ID")
+    issued_by: str | None = Field(None, description="Who issued a delegated grant")
+    via_grant: str | None = Field(None, description="The grant a delegation was made with")
+    channel: str | None = Field(None, description="Where else it was made (console)")
+    paths: str | None = Field(None, description="Path rules, as compact JSON text")
 
 
 def selection(caller: Principal, vault: str | None, since: int, until: int | None) -> Selection:
@@ -62,7 +88,12 @@ def narrowed(
     "/v1/audit",
     summary="Audit records as NDJSON (application/x-ndjson)",
     response_class=Response,
-    responses={200: {"content": {NDJSON: {}}}},
+    responses={
+        200: {
+            "description": "One audit record (a JSON object) per line, with its original hash",
+            "content": {NDJSON: {"schema": AuditLine.model_json_schema()}},
+        }
+    },
 )
 async def export(  # noqa: PLR0917 - FastAPI passes query parameters by name
     center: CenterDep,

@@ -1,4 +1,4 @@
-"""FastAPI dependencies shared by every route: the running center and who is calling.
+"""What every route shares: the running center, who is calling, and the answer shapes.
 
 The bearer scheme is declared once (`HTTPBearer`) so the OpenAPI schema documents it;
 the credential itself is handed straight to `center.auth` and never logged.
@@ -6,10 +6,11 @@ the credential itself is handed straight to `center.auth` and never logged.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field
 
 from center.errors import InvalidArgumentError
 from center.principals import SCOPE_HELP, Principal
@@ -27,6 +28,62 @@ _node_bearer = HTTPBearer(
 NodeCredentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_node_bearer)]
 NO_STORE = {"Cache-Control": "no-store"}
 """Headers for a response that carries a credential or a token."""
+
+
+class Out(BaseModel):
+    """Base of every response model. A key the model does not declare fails the answer
+    (500) instead of vanishing, so the schema cannot fall behind what the domain says."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class PathRulesIn(BaseModel):
+    """Folders of one vault (vault-relative): read under `read` (omitted: the whole vault),
+    write under `write` (inside `read`; omitted: wherever it reads), neither under `exclude`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    read: list[str] | None = Field(
+        None, max_length=64, description="Folders it may read, e.g. projects/acme; omitted: all"
+    )
+    write: list[str] | None = Field(None, max_length=64, description="Omitted: same as read")
+    exclude: list[str] = Field(default_factory=list, max_length=64)
+
+
+class PathRulesOut(Out):
+    read: list[str] | None = Field(description="Folders it may read; null: the whole vault")
+    write: list[str] | None = Field(description="Folders it may write; null: the whole vault")
+    exclude: list[str]
+
+
+PathsIn = dict[str, PathRulesIn]
+PathsOut = dict[str, PathRulesOut]
+PATHS_HELP = "Path rules per vault; a vault not named is reached whole"
+
+
+def path_rules(value: PathsIn | None) -> dict[str, dict[str, Any]] | None:
+    """The domain's form of rules a request sent (center.rules cleans them)."""
+    if value is None:
+        return None
+    return {vault: rules.model_dump(exclude_none=True) for vault, rules in value.items()}
+
+
+class ErrorDetail(Out):
+    code: str = Field(description="Stable machine code, e.g. not_found, forbidden, conflict")
+    message: str = Field(description="What happened and what to do next")
+
+
+class ErrorBody(Out):
+    """The one error body of the center's API (the OAuth endpoints speak OAuth's)."""
+
+    error: ErrorDetail
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    "4XX": {"model": ErrorBody, "description": "Refused; `error.code` says which rule"},
+    "5XX": {"model": ErrorBody, "description": "Unavailable (503) or internal (500)"},
+}
+"""The error answers every API route declares, once, where the routers are mounted."""
 
 
 def get_center(request: Request) -> Center:

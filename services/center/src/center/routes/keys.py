@@ -7,13 +7,13 @@ kid, so the operator can watch every node's heartbeat reach it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal
 
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from center import revocations
-from center.routes.deps import CenterDep, Operator
+from center.routes.deps import CenterDep, Operator, Out
 
 router = APIRouter(tags=["keys"])
 
@@ -26,16 +26,22 @@ class RevokeIn(BaseModel):
     reason: str | None = Field(None, max_length=256, description="Audit metadata; no secrets")
 
 
+class RevokedKey(Out):
+    kid: str
+    revoked: Literal[True]
+    revocation_seq: int = Field(description="The feed seq that first carries the revoked kid")
+
+
 @router.post(
     "/v1/keys/{kid}/revoke",
     summary="Revoke a signing key: its tokens are refused at every node's next poll",
 )
 async def revoke_key(
     kid: str, center: CenterDep, _: Operator, body: RevokeIn | None = None
-) -> dict[str, Any]:
+) -> RevokedKey:
     """404 for an unknown kid; 409 for the active key (rotate first) or a revoked one."""
     async with center.store.change() as work:
         revoked = await center.keyring.revoke(work, kid, body.reason if body else None)
     async with center.store.serialized() as session:
         seq = await revocations.current_seq(session, center.keyring, center.store.now())
-    return {**revoked, "revocation_seq": seq}
+    return RevokedKey(**revoked, revocation_seq=seq)

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from center import nodes
-from center.routes.deps import NO_STORE, Caller, CenterDep, NodeCaller, Operator
+from center.routes.deps import NO_STORE, Caller, CenterDep, NodeCaller, Operator, Out
 
 router = APIRouter(tags=["nodes"])
 BIGINT = 2**63 - 1
@@ -48,7 +48,63 @@ class HeartbeatIn(BaseModel):
     audit_checkpoint: CheckpointIn | None = None
 
 
-@router.post("/v1/nodes", status_code=201, summary="Register a node; its credential is shown once")
+class Checkpoint(Out):
+    seq: int
+    hash: str
+
+
+class NodeOut(Out):
+    """A node as listings show it: never its credential or the credential's digest."""
+
+    id: str
+    resource: str = Field(description="Its MCP URL")
+    vaults: list[str] = Field(description="The vaults its last heartbeat reported")
+    placements: list[str] = Field(description="Vaults the center placed on it")
+    created: int = Field(description="Unix time, seconds")
+    last_seen: int | None = Field(description="Its last heartbeat, Unix time, seconds")
+    revocation_seq: int | None = Field(description="The feed seq it last accepted")
+    checkpoint: Checkpoint | None = Field(description="The audit checkpoint it last held")
+    checkpoint_ok: bool | None = Field(description="Whether the center's chain holds it")
+
+
+class NewNode(NodeOut):
+    credential: str = Field(description="The node credential (sbn_…), shown once")
+
+
+class RemovedNode(Out):
+    id: str
+    unplaced: list[str] = Field(description="Vaults placed on it, now placed nowhere")
+
+
+class NodeList(Out):
+    nodes: list[NodeOut]
+
+
+class Heartbeat(Out):
+    node: str
+    placements: list[str] = Field(description="Vaults placed on it that it does not report")
+    revocation_seq: int = Field(description="The feed's seq now")
+    checkpoint_ok: bool | None = Field(description="Whether the center's chain holds it")
+
+
+class Vault(Out):
+    name: str
+    node: str | None = Field(description="The node holding it")
+    mcp_url: str | None = Field(description="Null where no node holds it")
+    reported: bool = Field(description="Whether that node reported it (not only placed)")
+    last_seen: int | None = Field(description="That node's last heartbeat")
+
+
+class VaultList(Out):
+    vaults: list[Vault]
+
+
+@router.post(
+    "/v1/nodes",
+    status_code=201,
+    summary="Register a node; its credential is shown once",
+    response_model=NewNode,
+)
 async def add_node(
     body: NodeIn, center: CenterDep, _: Operator, response: Response
 ) -> dict[str, Any]:
@@ -58,20 +114,28 @@ async def add_node(
     return created
 
 
-@router.get("/v1/nodes", summary="Nodes with their last heartbeat (no credentials)")
+@router.get(
+    "/v1/nodes", summary="Nodes with their last heartbeat (no credentials)", response_model=NodeList
+)
 async def list_nodes(center: CenterDep, _: Operator) -> dict[str, Any]:
     async with center.store.read() as session:
         return {"nodes": await nodes.listing(session)}
 
 
-@router.delete("/v1/nodes/{node_id}", summary="Remove a node; its credential stops working")
+@router.delete(
+    "/v1/nodes/{node_id}",
+    summary="Remove a node; its credential stops working",
+    response_model=RemovedNode,
+)
 async def remove_node(node_id: str, center: CenterDep, _: Operator) -> dict[str, Any]:
     async with center.store.change() as work:
         return await nodes.remove(work, node_id)
 
 
 @router.post(
-    "/v1/nodes/heartbeat", summary="A node reports; answers its placements and the feed's seq"
+    "/v1/nodes/heartbeat",
+    summary="A node reports; answers its placements and the feed's seq",
+    response_model=Heartbeat,
 )
 async def heartbeat(body: HeartbeatIn, center: CenterDep, node_id: NodeCaller) -> dict[str, Any]:
     checkpoint = body.audit_checkpoint
@@ -83,7 +147,12 @@ async def heartbeat(body: HeartbeatIn, center: CenterDep, node_id: NodeCaller) -
     return await nodes.heartbeat(center.store, center.keyring, node_id, beat)
 
 
-@router.get("/v1/vaults", tags=["vaults"], summary="Vaults the caller may see, with MCP URLs")
+@router.get(
+    "/v1/vaults",
+    tags=["vaults"],
+    summary="Vaults the caller may see, with MCP URLs",
+    response_model=VaultList,
+)
 async def vaults(center: CenterDep, caller: Caller) -> dict[str, Any]:
     """A member sees its vaults (`mcp_url` null where no node holds one); the operator all."""
     async with center.store.read() as session:

@@ -12,19 +12,22 @@ from typing import Annotated, Any
 from urllib.parse import parse_qsl
 
 from fastapi import APIRouter, Depends, Request, Response
-from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
+from pydantic import Field
 
+from center.db.models import OAuthClient
 from center.errors import CenterError, RateLimitedError
 from center.log import get_logger
-from center.oauth import authorize, clients, codes, pages
+from center.oauth import approval, authorize, clients, consent, documents, pages
 from center.oauth import token as grants
+from center.oauth.approval import Pending, client_host
 from center.oauth.authorize import AuthorizeRequest, PageError, RedirectError
 from center.oauth.errors import NO_STORE, OAuthError, invalid_client
 from center.oauth.metadata import CACHE, WELL_KNOWN
 from center.oauth.refresh import ANONYMOUS
 from center.oauth.server import OAuthServer
 from center.routes.accounts import get_accounts
-from center.routes.deps import CenterDep
+from center.routes.deps import CenterDep, Out
 from center.runtime import Center
 
 router = APIRouter(tags=["oauth"])
@@ -39,6 +42,67 @@ MAX_REGISTRATION = 64 * 1024
 GRANT_TYPES = ("authorization_code", "refresh_token")
 FAILED = "Invalid username or password."
 LIMITED = "Too many failed sign-ins from here. Wait a minute, then try again."
+MAX_FIELDS = 8 + consent.MAX_VAULTS
+
+
+class OAuthErrorBody(Out):
+    """RFC 6749 §5.2 (and RFC 7591 §3.2.2): OAuth's error shape, not the center's."""
+
+    error: str = Field(description="e.g. invalid_grant, invalid_client, rate_limited")
+    error_description: str | None = Field(None, description="What to do next")
+
+
+class ServerMetadata(Out):
+    """RFC 8414 authorization server metadata."""
+
+    issuer: str
+    authorization_endpoint: str
+    token_endpoint: str
+    registration_endpoint: str
+    jwks_uri: str
+    response_types_supported: list[str]
+    response_modes_supported: list[str]
+    grant_types_supported: list[str]
+    code_challenge_methods_supported: list[str]
+    token_endpoint_auth_methods_supported: list[str]
+    scopes_supported: list[str]
+    authorization_response_iss_parameter_supported: bool
+    client_id_metadata_document_supported: bool
+
+
+class Client(Out):
+    """RFC 7591 §3.2.1: a registered public client (it has no secret)."""
+
+    client_id: str
+    client_id_issued_at: int = Field(description="Unix time, seconds")
+    client_name: str | None
+    redirect_uris: list[str]
+    grant_types: list[str]
+    response_types: list[str]
+    token_endpoint_auth_method: str
+
+
+class Tokens(Out):
+    """RFC 6749 §5.1: an access token and the refresh token that replaces the one sent."""
+
+    access_token: str
+    token_type: str
+    expires_in: int = Field(description="Seconds")
+    refresh_token: str
+    scope: str
+
+
+def _oauth_errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    return {status: {"model": OAuthErrorBody, "description": "Refused"} for status in statuses}
+
+
+HTML: dict[str, Any] = {"content": {"text/html": {}}}
+SIGN_IN: dict[int | str, dict[str, Any]] = {
+    200: {"description": "The sign-in page, or after the password the consent page"},
+    302: {"description": "Back to the client's redirect URI, with a code or an error"},
+    "4XX": {"description": "A page saying what is wrong (or the form again, with why)", **HTML},
+    "5XX": {"description": "A page saying the sign-in service is unavailable", **HTML},
+}
 
 
 def get_oauth(request: Request, center: CenterDep) -> OAuthServer:
@@ -68,7 +132,14 @@ async def _preflight() -> Response:
 
 for _name in WELL_KNOWN:
     for _path in (f"/.well-known/{_name}", f"/.well-known/{_name}/{{suffix:path}}"):
-        router.add_api_route(_path, _metadata, methods=["GET"], summary="RFC 8414 metadata")
+        router.add_api_route(
+            _path,
+            _metadata,
+            methods=["GET"],
+            summary="RFC 8414 metadata",
+            response_model=ServerMetadata,
+            responses=_oauth_errors(404),
+        )
         router.add_api_route(_path, _preflight, methods=["OPTIONS"], include_in_schema=False)
 for _path in ("/register", "/token"):
     router.add_api_route(_path, _preflight, methods=["OPTIONS"], include_in_schema=False)
@@ -88,7 +159,13 @@ def _client_metadata(raw: bytes) -> clients.ClientMetadata:
     return clients.parse_metadata(data)
 
 
-@router.post("/register", status_code=201, summary="RFC 7591 registration of a public client")
+@router.post(
+    "/register",
+    status_code=201,
+    summary="RFC 7591 registration of a public client",
+    response_model=Client,
+    responses=_oauth_errors(400, 429),
+)
 async def register(request: Request, oauth: OAuth, center: CenterDep) -> JSONResponse:
     retry = oauth.register_limit.take(_ip(request))
     if retry is not None:
@@ -127,13 +204,14 @@ def _refuse(exc: RedirectError, issuer: str) -> RedirectResponse:
 
 def _form(
     oauth: OAuthServer,
-    client_name: str | None,
+    client: OAuthClient,
     ask: AuthorizeRequest,
     **options: Any,
 ) -> Response:
     csrf = oauth.forms.issue(ask, oauth.center.store.now())
     return pages.login_page(
-        client_name=client_name,
+        client_name=client.name,
+        client_host=client_host(client),
         redirect_origin=authorize.origin(ask.redirect_uri),
         action=f"authorize?{ask.query()}",
         csrf=csrf,
@@ -148,13 +226,43 @@ def _unavailable(exc: CenterError) -> Response:
     )
 
 
-@router.get("/authorize", summary="The sign-in page of the authorization code flow")
+async def _fetch_document(oauth: OAuthServer, center: Center, params: authorize.Params) -> None:
+    """Fetch the metadata document a URL client_id names, unless the one kept is fresh."""
+    named = params.get("client_id", ())
+    if len(named) != 1 or not documents.is_url(named[0]):
+        return
+    url = named[0]
+    async with center.store.read() as session:
+        row = await clients.find(session, url)
+    if row is not None and row.expires is not None and row.expires > center.store.now():
+        return
+    try:
+        found = await oauth.documents.fetch(url)
+    except documents.DocumentError as exc:
+        get_logger().info("client_document_refused", reason=exc.reason)
+        raise PageError(
+            400,
+            "Application metadata unavailable",
+            f"{exc.message} Nothing was sent to the application; it may be misconfigured.",
+        ) from None
+    async with center.store.change() as work:
+        await clients.remember(
+            work, url, found.meta, logo_uri=found.logo_uri, max_age=found.max_age
+        )
+
+
+@router.get(
+    "/authorize",
+    summary="The sign-in page of the authorization code flow",
+    response_class=HTMLResponse,
+    responses=SIGN_IN,
+)
 async def authorize_page(request: Request, oauth: OAuth, center: CenterDep) -> Response:
     try:
+        params = _params(request)
+        await _fetch_document(oauth, center, params)
         async with center.store.read() as session:
-            client, ask = await authorize.check(
-                session, center.settings.oauth_resources, _params(request)
-            )
+            client, ask = await authorize.check(session, center.settings.oauth_resources, params)
         await oauth.login.warm()
     except PageError as exc:
         return pages.message_page(exc.status, exc.title, exc.message)
@@ -162,22 +270,36 @@ async def authorize_page(request: Request, oauth: OAuth, center: CenterDep) -> R
         return _refuse(exc, center.settings.issuer)
     except CenterError as exc:
         return _unavailable(exc)
-    return _form(oauth, client.name, ask)
+    return _form(oauth, client, ask)
 
 
-async def _login_fields(request: Request) -> dict[str, str] | None:
-    """username, password and csrf from the posted form; None if it is not one."""
+async def _posted(request: Request) -> dict[str, list[str]] | None:
+    """The posted form, each name with its values; None if it is not a form."""
     content_type = request.headers.get("content-type", "").split(";", maxsplit=1)[0].strip().lower()
     if content_type != grants.FORM:
         return None
     try:
-        pairs = parse_qsl((await request.body()).decode("utf-8"), max_num_fields=8)
+        pairs = parse_qsl((await request.body()).decode("utf-8"), max_num_fields=MAX_FIELDS)
     except (UnicodeDecodeError, ValueError):
         return None
-    fields = dict(pairs)
-    if len(fields) != len(pairs) or "csrf" not in fields:
+    fields: dict[str, list[str]] = {}
+    for name, value in pairs:
+        fields.setdefault(name, []).append(value)
+    return fields
+
+
+def _one(fields: dict[str, list[str]], names: tuple[str, ...]) -> dict[str, str] | None:
+    """One value per name (empty if absent); None if any came twice."""
+    if any(len(fields.get(name, ())) > 1 for name in names):
         return None
-    return {name: fields.get(name, "") for name in ("username", "password", "csrf")}
+    return {name: fields.get(name, [""])[0] for name in names}
+
+
+def _login_fields(fields: dict[str, list[str]]) -> dict[str, str] | None:
+    """username, password and csrf of the sign-in form; None if it is not that form."""
+    if "csrf" not in fields or any(len(values) > 1 for values in fields.values()):
+        return None
+    return _one(fields, ("username", "password", "csrf"))
 
 
 def _stale() -> Response:
@@ -190,10 +312,23 @@ def _stale() -> Response:
     )
 
 
-@router.post("/authorize", summary="Sign in; on success, back to the client with a code")
+@router.post(
+    "/authorize",
+    summary="Sign in, then allow or deny; back to the client with a code or an error",
+    response_class=HTMLResponse,
+    responses=SIGN_IN,
+)
 async def authorize_login(request: Request, oauth: OAuth, center: CenterDep) -> Response:
     try:
-        return await _login(request, oauth, center)
+        params = _params(request)
+        await _fetch_document(oauth, center, params)
+        async with center.store.read() as session:
+            client, ask = await authorize.check(session, center.settings.oauth_resources, params)
+        pending = Pending(oauth, center, client, ask)
+        fields = await _posted(request) or {}
+        if "consent" in fields:
+            return await approval.decide(pending, fields)
+        return await _login(request, pending, _login_fields(fields))
     except PageError as exc:
         return pages.message_page(exc.status, exc.title, exc.message)
     except RedirectError as exc:
@@ -202,13 +337,10 @@ async def authorize_login(request: Request, oauth: OAuth, center: CenterDep) -> 
         return _unavailable(exc)
 
 
-async def _login(request: Request, oauth: OAuthServer, center: Center) -> Response:
-    """Spec §5.5, in its order: request, form token (once), rate limit, password, code."""
-    async with center.store.read() as session:
-        client, ask = await authorize.check(
-            session, center.settings.oauth_resources, _params(request)
-        )
-    fields = await _login_fields(request)
+async def _login(request: Request, pending: Pending, fields: dict[str, str] | None) -> Response:
+    """Spec §5.5, in its order: request, form token (once), rate limit, password; then
+    consent (remembered, or its page)."""
+    oauth, center, client, ask = pending
     spent = oauth.forms.check(fields["csrf"], ask, center.store.now()) if fields else None
     if fields is None or spent is None:
         return _stale()
@@ -228,7 +360,7 @@ async def _login(request: Request, oauth: OAuthServer, center: Center) -> Respon
         log.warning("login_failed", reason=reason, client=client.id, ip=ip)
         return _form(
             oauth,
-            client.name,
+            client,
             ask,
             error=LIMITED,
             status=429,
@@ -246,20 +378,17 @@ async def _login(request: Request, oauth: OAuthServer, center: Center) -> Respon
                 object=f"client:{client.id}",
                 reason="invalid username or password",
             )
-        return _form(oauth, client.name, ask, error=FAILED, status=401, username=fields["username"])
+        return _form(oauth, client, ask, error=FAILED, status=401, username=fields["username"])
     oauth.login_limit.give_back(ip)
-    async with center.store.change() as work:
-        code = await codes.grant(work, client.id, ask, signed)
-    if isinstance(code, OAuthError):
-        raise RedirectError(ask.redirect_uri, code, ask.state)
-    log.info("login_succeeded", member=signed.member_id, client=client.id)
-    target = authorize.with_params(
-        ask.redirect_uri, {"code": code, "state": ask.state, "iss": center.settings.issuer}
-    )
-    return RedirectResponse(target, status_code=302, headers=NO_STORE)
+    return await approval.signed_in(pending, signed)
 
 
-@router.post("/token", summary="Exchange a code or a refresh token for tokens")
+@router.post(
+    "/token",
+    summary="Exchange a code or a refresh token for tokens",
+    response_model=Tokens,
+    responses=_oauth_errors(400, 401, 503),
+)
 async def token(request: Request, oauth: OAuth, center: CenterDep) -> JSONResponse:
     grant, client = "other", None
     try:

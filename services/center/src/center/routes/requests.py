@@ -14,10 +14,23 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from center import requests
 from center.principals import check_vault
-from center.routes.deps import NO_STORE, Caller, CenterDep, GrantMember, MemberCaller, scope_arg
+from center.routes.deps import (
+    NO_STORE,
+    Caller,
+    CenterDep,
+    GrantMember,
+    MemberCaller,
+    Out,
+    PathsIn,
+    PathsOut,
+    path_rules,
+    scope_arg,
+)
+from center.routes.grants import IssuedGrant
 
 router = APIRouter(prefix="/v1/requests", tags=["requests"])
 State = Literal["pending", "approved", "rejected", "cancelled", "expired", "claimed"]
+SECONDS = "Unix time, seconds"
 
 
 class RequestIn(BaseModel):
@@ -32,6 +45,7 @@ class RequestIn(BaseModel):
     approvers: list[str] = Field(
         default_factory=list, max_length=requests.MAX_APPROVERS, description="Empty: any manager"
     )
+    paths: PathsIn | None = Field(None, description="Path rules asked for in the vault")
 
 
 class DecisionIn(BaseModel):
@@ -42,9 +56,12 @@ class DecisionIn(BaseModel):
     scope: str | None = Field(None, description="Approve at most this scope (within the ask)")
     minutes: int | None = Field(None, ge=1, le=60, description="Approve at most this long")
     reason: str | None = Field(None, max_length=256, description="Audit metadata; no secrets")
+    paths: PathsIn | None = Field(None, description="Approve at most these path rules")
 
     def decision(self) -> requests.Decision:
-        return requests.Decision(scope_arg(self.scope), self.minutes, self.reason)
+        return requests.Decision(
+            scope_arg(self.scope), self.minutes, self.reason, path_rules(self.paths)
+        )
 
 
 class RejectIn(BaseModel):
@@ -61,7 +78,38 @@ class ClaimIn(BaseModel):
     resource: list[str] = Field(default_factory=list, max_length=16, description="Node MCP URLs")
 
 
-@router.post("", status_code=201, summary="Ask for a grant (member credential)")
+class RequestOut(Out):
+    """A request and its decision; never token material (the claim carries the token)."""
+
+    id: str
+    requester: str
+    vault: str
+    scope: str = Field(description="As approved (the ask, until decided)")
+    minutes: int = Field(description="As approved (the ask, until decided)")
+    reason: str | None
+    approvers: list[str] = Field(description="Empty: any manager of the vault")
+    state: State
+    created: int = Field(description=SECONDS)
+    decided: int | None = Field(description=SECONDS)
+    decided_by: str | None
+    grant_id: str | None = Field(description="Once claimed: the grant it became")
+    asked_scope: str = Field(description="The scope asked for")
+    asked_minutes: int = Field(description="The minutes asked for")
+    decision_reason: str | None
+    paths: PathsOut = Field(description="Path rules as approved (the ask, until decided)")
+    asked_paths: PathsOut = Field(description="The path rules asked for")
+
+
+class RequestList(Out):
+    requests: list[RequestOut]
+
+
+@router.post(
+    "",
+    status_code=201,
+    summary="Ask for a grant (member credential)",
+    response_model=RequestOut,
+)
 async def create_request(body: RequestIn, center: CenterDep, caller: GrantMember) -> dict[str, Any]:
     ask = requests.RequestAsk(
         vault=check_vault(body.vault),
@@ -69,12 +117,13 @@ async def create_request(body: RequestIn, center: CenterDep, caller: GrantMember
         minutes=body.minutes,
         reason=body.reason,
         approvers=tuple(body.approvers),
+        paths=path_rules(body.paths),
     )
     async with center.store.change() as work:
         return await requests.create(work, caller, ask)
 
 
-@router.get("", summary="Own requests, and those the caller may decide")
+@router.get("", summary="Own requests, and those the caller may decide", response_model=RequestList)
 async def list_requests(
     center: CenterDep, caller: Caller, vault: str | None = None, state: State | None = None
 ) -> dict[str, Any]:
@@ -88,7 +137,11 @@ async def list_requests(
         return {"requests": await requests.listing(work.session, caller, vault, state)}
 
 
-@router.post("/{request_id}/approve", summary="Approve a pending request (issues nothing)")
+@router.post(
+    "/{request_id}/approve",
+    summary="Approve a pending request (issues nothing)",
+    response_model=RequestOut,
+)
 async def approve(
     request_id: str, center: CenterDep, caller: Caller, body: DecisionIn | None = None
 ) -> dict[str, Any]:
@@ -97,7 +150,7 @@ async def approve(
         return await requests.decide(work, caller, request_id, "approve", decision)
 
 
-@router.post("/{request_id}/reject", summary="Reject a pending request")
+@router.post("/{request_id}/reject", summary="Reject a pending request", response_model=RequestOut)
 async def reject(
     request_id: str, center: CenterDep, caller: Caller, body: RejectIn | None = None
 ) -> dict[str, Any]:
@@ -106,14 +159,19 @@ async def reject(
         return await requests.decide(work, caller, request_id, "reject", decision)
 
 
-@router.post("/{request_id}/cancel", summary="Withdraw one's own request")
+@router.post(
+    "/{request_id}/cancel", summary="Withdraw one's own request", response_model=RequestOut
+)
 async def cancel(request_id: str, center: CenterDep, caller: MemberCaller) -> dict[str, Any]:
     async with center.store.change() as work:
         return await requests.cancel(work, caller, request_id)
 
 
 @router.post(
-    "/{request_id}/claim", status_code=201, summary="Claim an approved request: the grant, once"
+    "/{request_id}/claim",
+    status_code=201,
+    summary="Claim an approved request: the grant, once",
+    response_model=IssuedGrant,
 )
 async def claim(
     request_id: str,

@@ -6,35 +6,101 @@ response except the one that mints a token carries token material.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from center import members, tokens
-from center.routes.deps import NO_STORE, Caller, CenterDep, GrantMember, MemberCaller, scope_arg
+from center.routes.deps import (
+    NO_STORE,
+    Caller,
+    CenterDep,
+    GrantMember,
+    MemberCaller,
+    Out,
+    PathsIn,
+    PathsOut,
+    path_rules,
+    scope_arg,
+)
 
 router = APIRouter(tags=["session"])
 Resources = list[str]
+SECONDS = "Unix time, seconds"
+
+
+class Session(Out):
+    principal: str
+    kind: Literal["member", "grant"]
+    grant: str | None = Field(description="The grant id, for a grant token")
+    role: str
+    scope: str
+    vaults: list[str]
+    generation: int
+    expires_at: int | None = Field(description="When a grant token expires; null for a member")
+    can_read: bool
+    can_write: bool
+    can_delete: bool
+    paths: PathsOut = Field(description="Path rules per vault; its tokens carry them")
+
+
+class TokenOut(Out):
+    """A node token as listings show it: no token material."""
+
+    jti: str
+    subject: str = Field(description="The member the token acts as")
+    issued_by: str
+    scope: str
+    vaults: list[str]
+    created: int = Field(description=SECONDS)
+    expires_at: int = Field(description=SECONDS)
+    revoked: int | None = Field(description=SECONDS)
+    paths: PathsOut = Field(description="The path rules it carries")
+
+
+class MintedToken(Out):
+    token: str = Field(description="The signed token (JWS), shown once")
+    token_type: Literal["Bearer"]
+    jti: str
+    subject: str
+    issued_by: str
+    scope: str
+    vaults: list[str]
+    created: int = Field(description=SECONDS)
+    expires_at: int = Field(description=SECONDS)
+    revoked: int | None
+    audience: list[str] = Field(description="The node MCP URLs it is for (`aud`)")
+    paths: PathsOut = Field(description="The path rules it carries")
+
+
+class TokenList(Out):
+    tokens: list[TokenOut]
+
+
+class PasswordChanged(Out):
+    id: str
+    ended_sign_ins: int = Field(description="OAuth sign-ins that ended")
 
 
 @router.get("/v1/session", summary="What the caller's credential or grant token may do")
-async def session(caller: GrantMember) -> dict[str, Any]:
+async def session(caller: GrantMember) -> Session:
     """A snapshot for a UI, not a permission: every later call is checked again."""
     held = caller.permissions
-    return {
-        "principal": caller.id,
-        "kind": "grant" if caller.grant else "member",
-        "grant": caller.grant,
-        "role": caller.role,
-        "scope": caller.scope,
-        "vaults": list(caller.vaults),
-        "generation": caller.generation,
-        "expires_at": caller.expires,
-        "can_read": "read" in held,
-        "can_write": "write" in held,
-        "can_delete": "delete" in held,
-    }
+    return Session(
+        principal=caller.id,
+        kind="grant" if caller.grant else "member",
+        grant=caller.grant,
+        role=caller.role,
+        scope=caller.scope,
+        vaults=list(caller.vaults),
+        generation=caller.generation,
+        expires_at=caller.expires,
+        can_read="read" in held,
+        can_write="write" in held,
+        can_delete="delete" in held,
+        paths=caller.as_dict()["paths"],
+    )
 
 
 class TokenIn(BaseModel):
@@ -54,12 +120,16 @@ class TokenIn(BaseModel):
         description="Mint for this member instead (admins and owners: vaults you manage "
         "and it holds, within both your scopes); it dies if your authority changes",
     )
+    paths: PathsIn | None = Field(
+        None, description="Path rules per vault, within the member's; a vault left out keeps its"
+    )
 
 
 @router.post(
     "/v1/tokens",
     status_code=201,
     summary="A token for oneself, or for a member one manages",
+    response_model=MintedToken,
 )
 async def mint_token(
     body: TokenIn, center: CenterDep, caller: MemberCaller, response: Response
@@ -72,6 +142,7 @@ async def mint_token(
         body.minutes,
         body.member,
         vouched=center.settings.oauth_resources,
+        paths=path_rules(body.paths),
     )
     async with center.store.change() as work:
         minted = await tokens.exchange(work, center.keyring, center.settings.issuer, caller, ask)
@@ -79,13 +150,21 @@ async def mint_token(
     return minted
 
 
-@router.get("/v1/tokens", summary="Unexpired tokens: one's own, or all for the operator")
+@router.get(
+    "/v1/tokens",
+    summary="Unexpired tokens: one's own, or all for the operator",
+    response_model=TokenList,
+)
 async def list_tokens(center: CenterDep, caller: Caller) -> dict[str, Any]:
     async with center.store.read() as db:
         return {"tokens": await tokens.listing(db, caller, center.store.now())}
 
 
-@router.delete("/v1/tokens/{jti}", summary="Revoke a token by jti (kept in the feed until exp)")
+@router.delete(
+    "/v1/tokens/{jti}",
+    summary="Revoke a token by jti (kept in the feed until exp)",
+    response_model=TokenOut,
+)
 async def revoke_token(jti: str, center: CenterDep, caller: Caller) -> dict[str, Any]:
     async with center.store.change() as work:
         return await tokens.revoke(work, caller, jti)
@@ -100,7 +179,11 @@ class PasswordIn(BaseModel):
     new: SecretStr = Field(min_length=1, max_length=256)
 
 
-@router.put("/v1/session/password", summary="Change one's own password; one's sign-ins end")
+@router.put(
+    "/v1/session/password",
+    summary="Change one's own password; one's sign-ins end",
+    response_model=PasswordChanged,
+)
 async def change_password(
     body: PasswordIn, center: CenterDep, caller: MemberCaller
 ) -> dict[str, Any]:
