@@ -37,8 +37,8 @@ from vaultgen import generate, vocabulary
 
 from tickets import testing as tt
 from vault_core.library import Library, Settings
+from vault_node.registry import REGISTRY, params_of
 from vault_node.testing import make_config, mint, serving_node
-from vault_node.tools import REGISTRY, params_of
 from vault_node.tools.base import Call, Context, check_arguments
 
 NOTES = int(os.environ.get("BENCH_NODE_NOTES", "10000"))
@@ -70,11 +70,16 @@ class Node:
 
 
 @contextmanager
-def serving(root: Path) -> Iterator[Node]:
-    """Start the node over `root/data` on a free loopback port, the rate limit lifted."""
+def serving(root: Path, code: Path | None = None) -> Iterator[Node]:
+    """Start the node over `root/data` on a free loopback port, the rate limit lifted; with
+    `code`, the node of that checkout of the repository (an older commit's, to compare)."""
     key = tt.throwaway_key()
     started = time.perf_counter()
-    with serving_node(root, key, "rate_limit: 1000000000\n", deadline=READY_DEADLINE) as node:
+    sources = ("libs/vault_core/src", "libs/tickets/src", "services/node/src")
+    prefix = ["env", "PYTHONPATH=" + ":".join(str(code / s) for s in sources)] if code else []
+    with serving_node(
+        root, key, "rate_limit: 1000000000\n", deadline=READY_DEADLINE, prefix=prefix
+    ) as node:
         print(f"node ready in {time.perf_counter() - started:.1f} s (pid {node.process.pid})")
         token = mint(key, "read write delete manage", audience=f"{node.base}/mcp")
         yield Node(f"{node.base}/mcp", token, node.process)
@@ -341,8 +346,9 @@ def succeeded(client: Client, tally: Tally, tool: str, arguments: dict[str, Any]
     return result["structuredContent"]
 
 
-def mixed_client(node: Node, number: int, hot: list[str], reads: dict[str, Args],
-                 tally: Tally, until: float) -> None:  # fmt: skip
+def mixed_client(
+    node: Node, number: int, hot: list[str], reads: dict[str, Args], tally: Tally, until: float
+) -> None:
     """Half writes to the hot notes (note_edit or note_section_edit), half reads and searches."""
     rng, client, serial = random.Random(1000 + number), Client(node), 0
     try:

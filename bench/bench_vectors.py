@@ -3,8 +3,12 @@ on synthetic vaults (bench/vaultgen.py) of 10,000 and 50,000 notes.
 
 `BENCH_VECTOR_SIZES` (comma-separated) narrows the sizes. For each: the cold index, the
 background worker embedding every note (notes/s, chunks/s), the process's RSS before and
-after, the vectors' bytes in the index, and p50/p95 of note_search's ranking in keyword
-mode (before: `fts`; now: natural) and hybrid, over the same 60 two-word questions.
+after, the vectors' bytes in the index, and p50/p95 of note_search in keyword mode
+(before: `fts`; now: natural), hybrid and semantic, over 180 two-word questions asked once
+each (so no question's vector is kept from an earlier round), beside what hybrid's parts
+take alone (the query's embedding, the vector search, the keyword side, a page); then how
+much of hybrid's top ten and of the 100 nearest notes stay the same when every section is
+ranked by its whole vector instead of its int8 codes first.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from pathlib import Path
 import structlog
 from vaultgen import generate
 
-from vault_core import embedding, hybrid, search
+from vault_core import embedding, hybrid, query, search
 from vault_core.index import Index
 from vault_core.vectors import VectorStore
 
@@ -34,14 +38,27 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def timings(call: Callable[[str], object], questions: list[str]) -> tuple[float, float]:
-    times = []
-    for question in questions:
-        started = time.perf_counter()
-        call(question)
-        times.append((time.perf_counter() - started) * 1000)
-    times.sort()
-    return statistics.median(times), times[int(len(times) * 0.95)]
+def timings(
+    calls: dict[str, Callable[[str], object]], rounds: list[list[str]]
+) -> dict[str, list[float]]:
+    """Milliseconds of each call per question, taken in turn question by question over the
+    rounds (each round starting with another call and asking questions of its own), so that
+    what else the machine is doing weighs on every mode alike."""
+    times: dict[str, list[float]] = {label: [] for label in calls}
+    order = list(calls)
+    for round_, questions in enumerate(rounds):
+        turn = order[round_ % len(order) :] + order[: round_ % len(order)]
+        for question in questions:
+            for label in turn:
+                started = time.perf_counter()
+                calls[label](question)
+                times[label].append((time.perf_counter() - started) * 1000)
+    return times
+
+
+def percentiles(times: list[float]) -> tuple[float, float]:
+    ordered = sorted(times)
+    return statistics.median(ordered), ordered[int(len(ordered) * 0.95)]
 
 
 def figures(n: int) -> None:
@@ -66,10 +83,24 @@ def figures(n: int) -> None:
             bodies = [b for (b,) in conn.execute("SELECT body FROM notes_fts LIMIT 200")]
         rng = random.Random(7)
         words = [w for b in bodies for w in b.split()[5:60] if w.isalpha() and len(w) > 4]
-        questions = [f"{rng.choice(words)} {rng.choice(words)}" for _ in range(60)]
-        fts = timings(lambda q: search.search(index, q, limit=10, syntax="fts"), questions)
-        natural = timings(lambda q: search.search(index, q, limit=10), questions)
-        fused = timings(lambda q: hybrid.find(index, vectors, q, limit=10), questions)
+        rounds = [[f"{rng.choice(words)} {rng.choice(words)}" for _ in range(60)] for _ in range(3)]
+        hint = query.highlight
+        ten = [m.path for m in vectors.nearest(rounds[0][0], 10)]
+        asked = {q: model.embed([q])[0] for questions in rounds for q in questions}
+        calls: dict[str, Callable[[str], object]] = {
+            "fts (before)": lambda q: search.search(index, q, limit=10, syntax="fts"),
+            "keyword": lambda q: search.search(index, q, limit=10),
+            "hybrid": lambda q: hybrid.find(index, vectors, q, limit=10),
+            "semantic": lambda q: hybrid.find(index, vectors, q, limit=10, mode="semantic"),
+            "  its query embedding": lambda q: model.embed([q]),
+            "  its vector search": lambda q: vectors.nearest_to(asked[q], hybrid.POOL),
+            "  its keyword side": lambda q: search.ranking(
+                index, q, search.Filters(), hybrid.POOL, every_first=hybrid.EVERY_WORD
+            ),
+            "  its page of 10": lambda q: search.hits_for(index, ten, hint(query.terms(q))),
+        }
+        measured = {label: percentiles(t) for label, t in timings(calls, rounds).items()}
+        same_ten, same_near = agreement(index, vectors, rounds[0])
         after = rss_mb()
         print(
             f"  {n:>6} notes: cold index {cold:6.1f} s; embedded {n} notes ({chunks} chunks) in"
@@ -79,14 +110,42 @@ def figures(n: int) -> None:
             f"          vectors {size / 1e6:6.1f} MB in the index; RSS {before:6.0f} MB before"
             f" embedding, {after:6.0f} MB after (+{after - before:.0f} MB)"
         )
-        for label, (p50, p95) in (("fts (before)", fts), ("keyword", natural), ("hybrid", fused)):
-            print(f"          {label:<13} p50 {p50:7.2f} ms  p95 {p95:7.2f} ms")
+        for label, (p50, p95) in measured.items():
+            print(f"          {label:<22} p50 {p50:7.2f} ms  p95 {p95:7.2f} ms")
+        fts, natural, fused = (measured[k][0] for k in ("fts (before)", "keyword", "hybrid"))
         print(
-            f"          hybrid/fts p50 {fused[0] / fts[0]:5.1f}x, keyword/fts p50"
-            f" {natural[0] / fts[0]:5.1f}x"
+            f"          hybrid/fts p50 {fused / fts:5.2f}x, keyword/fts p50 {natural / fts:5.2f}x"
+        )
+        print(
+            f"          against every section ranked by its whole vector: {same_ten:.1%} of"
+            f" hybrid's top ten and {same_near:.1%} of the 100 nearest notes the same"
         )
         vectors.stop()
         index.close()
+
+
+def agreement(index: Index, vectors: VectorStore, questions: list[str]) -> tuple[float, float]:
+    """How much of hybrid's top ten and of the 100 nearest notes the int8 first pass keeps,
+    against ranking every section by its whole vector (the table's candidates unbounded)."""
+    table = vectors._table  # the bench compares the table with itself
+
+    def both() -> tuple[list[list[str]], list[list[str]]]:
+        tens = [[h.path for h in hybrid.find(index, vectors, q, limit=10).results.hits]
+                for q in questions]  # fmt: skip
+        nears = [[m.path for m in vectors.nearest(q, hybrid.POOL)] for q in questions]
+        return tens, nears
+
+    quick = both()
+    bound, table.candidates = table.candidates, 10**12
+    try:
+        exact = both()
+    finally:
+        table.candidates = bound
+    shares = []
+    for approximate, full in zip(quick, exact, strict=True):
+        kept = sum(len(set(a) & set(b)) for a, b in zip(approximate, full, strict=True))
+        shares.append(kept / max(1, sum(len(b) for b in full)))
+    return shares[0], shares[1]
 
 
 def main() -> None:

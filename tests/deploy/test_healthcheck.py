@@ -59,17 +59,19 @@ def test_the_image_healthcheck_passes_on_a_running_service(
 @pytest.mark.parametrize(
     ("where", "reason"),
     [
-        ("closed", "unhealthy: ConnectError"),
-        ("/mcp", "unhealthy: HTTP 405"),
-        ("/.well-known/oauth-protected-resource", "unhealthy: status is not ok"),
-        ("/nowhere", "unhealthy: HTTP 404"),
+        ("closed", "ConnectError"),
+        ("/mcp", "HTTP 405"),
+        ("/.well-known/oauth-protected-resource", "status is not ok"),
+        ("/nowhere", "HTTP 404"),
+        ("not a url", "UnsupportedProtocol"),
     ],
 )
 def test_the_healthcheck_fails_on_anything_but_a_healthy_answer(
     script: str, where: str, reason: str, services: dict[str, str]
 ) -> None:
-    url = (
-        f"http://127.0.0.1:{free_port()}/healthz" if where == "closed" else services["node"] + where
-    )
+    url = {
+        "closed": f"http://127.0.0.1:{free_port()}/healthz",
+        "not a url": "127.0.0.1/healthz",
+    }.get(where, services["node"] + where)
     done = probe([str(BIN / script), "healthcheck", url])
-    assert (done.returncode, done.stdout.strip()) == (1, reason)
+    assert (done.returncode, done.stdout.strip()) == (1, f"unhealthy: {url}: {reason}")

@@ -11,7 +11,7 @@ from center.config import Settings
 from center.reference import METHODS, api_page, openapi, settings_page
 from vault_node.config import NodeConfig
 from vault_node.reference import tools_page
-from vault_node.tools import TOOLS, params_of
+from vault_node.registry import TOOLS, params_of
 
 from .conftest import ROOT
 

@@ -58,10 +58,12 @@ class Stack:
 
 
 @contextlib.contextmanager
-def oauth_stack(root: Path, database_url: str | None = None) -> Iterator[Stack]:
-    """Start the center (on `database_url`, else SQLite), register and start the node,
-    add `alice`; stop both after."""
-    center = CenterSetup(root / "center", database_url=database_url)
+def oauth_stack(
+    root: Path, database_url: str | None = None, setup: CenterSetup | None = None
+) -> Iterator[Stack]:
+    """Start the center (`setup`, else one on `database_url`, else SQLite), register and
+    start the node, add `alice`; stop both after."""
+    center = setup or CenterSetup(root / "center", database_url=database_url)
     center_service = center.start(root / "center.log")
     try:
         port = free_port()

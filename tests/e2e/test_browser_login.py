@@ -1,12 +1,15 @@
 """Signing in with a real browser: Playwright drives Debian's chromium (headless) through the
-center's login page, and the 302 after the form post lands on a callback the test serves on
-another loopback origin; the code it carries buys an access token (PKCE) that a node takes.
+center's login page and the consent page after it, and the 302 after Allow (or Deny) lands
+on a callback the test serves on another loopback origin; the code it carries buys an
+access token (PKCE) that a node takes.
 
-Only a browser enforces the page's Content-Security-Policy. Chromium applies `form-action`
-to the redirect that follows a form post, so the page must name the client's redirect
-origin there — also on the form re-rendered after a wrong password. The last test serves
-the page with that origin removed from the header and watches chromium refuse the
-redirect: the callback never sees the code.
+Only a browser enforces the pages' Content-Security-Policy. Chromium applies `form-action`
+to the redirect that follows a form post, so the consent page must name the client's
+redirect origin there, and the login form too (also when re-rendered after a wrong
+password). One test serves the consent page with that origin removed from the header and
+watches chromium refuse the redirect: the callback never sees the code. The consent tests
+allow, deny, narrow the scope and vaults, sign in again without being asked, and are
+asked again once the consent is revoked.
 Nothing is screenshotted or written outside the test's temporary directory.
 """
 
@@ -131,9 +134,11 @@ class Attempt:
     url: str
 
 
-async def start(stack: Stack, callback: Callback) -> Attempt:
-    async with httpx.AsyncClient(base_url=stack.issuer, timeout=30) as http:
-        client_id = await register(http, [callback.redirect_uri])
+async def start(stack: Stack, callback: Callback, client_id: str | None = None) -> Attempt:
+    """An authorization for a newly registered client (or `client_id`, once more)."""
+    if client_id is None:
+        async with httpx.AsyncClient(base_url=stack.issuer, timeout=30) as http:
+            client_id = await register(http, [callback.redirect_uri])
     proof = pkce()
     params = authorize_params(
         client_id,
@@ -163,13 +168,28 @@ def form_action(policy: str) -> list[str]:
     return []
 
 
-async def fill_in(page: Page) -> None:
-    await page.fill("#username", MEMBER)
+async def fill_in(page: Page, username: str = MEMBER) -> None:
+    await page.fill("#username", username)
     await page.fill("#password", PASSWORD)
 
 
-async def submit_and_follow(page: Page, callback: Callback) -> None:
-    """Submit the form and wait until the browser arrives at the callback; if it never does,
+async def sign_in(page: Page) -> None:
+    """Submit the filled-in login form; the consent page must come next."""
+    async with page.expect_response(lambda r: r.request.method == "POST") as posted:
+        await page.click("button[type=submit]")
+    answer = await posted.value
+    assert answer.status == 200
+    assert await page.title() == "Allow access · secondbrain"
+
+
+async def submit_and_follow(page: Page, callback: Callback, decision: str = "allow") -> None:
+    """Sign in, press Allow (or `decision`) on the consent page, and follow to the client."""
+    await sign_in(page)
+    await follow(page, callback, f"button[value={decision}]")
+
+
+async def follow(page: Page, callback: Callback, button: str) -> None:
+    """Click `button` and wait until the browser arrives at the callback; if it never does,
     fail with chromium's own words about the Content-Security-Policy that stopped it."""
     refused: asyncio.Future[str] = asyncio.get_running_loop().create_future()
 
@@ -181,7 +201,7 @@ async def submit_and_follow(page: Page, callback: Callback) -> None:
     arrived = asyncio.ensure_future(
         page.wait_for_url(lambda url: url.startswith(f"{callback.redirect_uri}?"))
     )
-    await page.click("button[type=submit]")
+    await page.click(button)
     either: list[asyncio.Future[Any]] = [arrived, refused]
     await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
     if arrived.done() and arrived.exception() is None:
@@ -193,11 +213,11 @@ async def submit_and_follow(page: Page, callback: Callback) -> None:
 
 
 async def redeem(
-    stack: Stack, callback: Callback, attempt: Attempt
+    stack: Stack, callback: Callback, attempt: Attempt, arrivals: int = 1
 ) -> tuple[dict[str, str], dict[str, Any]]:
-    """What the one arrival at the callback carried, and the tokens its code bought."""
-    assert len(callback.arrivals) == 1, callback.hits
-    answer = callback.query(callback.arrivals[0])
+    """What the last of `arrivals` at the callback carried, and the tokens its code bought."""
+    assert len(callback.arrivals) == arrivals, callback.hits
+    answer = callback.query(callback.arrivals[-1])
     assert (answer["state"], answer["iss"]) == (STATE, stack.issuer)
     async with httpx.AsyncClient(base_url=stack.issuer, timeout=30) as http:
         exchanged = await exchange(
@@ -227,7 +247,15 @@ async def test_a_browser_signs_in_and_the_code_buys_a_token_a_node_takes(
     assert await page.title() == "Sign in · secondbrain"
 
     await fill_in(page)
-    await submit_and_follow(page, callback)
+    await sign_in(page)
+    assert "Test Client" in await page.inner_text("main")
+    assert await page.is_checked("input[name=vault][value=team]")
+    assert await page.is_checked("input[name=scope][value='read write']")
+    for width in (375, 1440):  # a phone, a wide screen: the page never scrolls sideways
+        await page.set_viewport_size({"width": width, "height": 800})
+        wide = await page.evaluate("document.documentElement.scrollWidth")
+        assert wide <= width, f"the consent page is {wide} px wide at {width} px"
+    await follow(page, callback, "button[value=allow]")
     assert await page.inner_text("p") == "You may close this window."
 
     answer, tokens = await redeem(stack, callback, attempt)
@@ -273,11 +301,12 @@ async def test_without_the_redirect_origin_in_form_action_the_browser_keeps_the_
     narrowed: list[str] = []
 
     async def drop_redirect_origin(route: Route) -> None:
-        """Serve the login page with the callback's origin cut from `form-action`."""
-        if route.request.method != "GET":
+        """Serve the consent page (the answer to the sign-in post) with the callback's
+        origin cut from `form-action`; every other request goes through untouched."""
+        if "username=" not in (route.request.post_data or ""):
             await route.continue_()
             return
-        response = await route.fetch()
+        response = await route.fetch(max_redirects=0)
         headers = dict(response.headers)
         policy = headers["content-security-policy"]
         headers["content-security-policy"] = policy.replace(f" {callback.origin}", "")
@@ -288,18 +317,22 @@ async def test_without_the_redirect_origin_in_form_action_the_browser_keeps_the_
     opened = await page.goto(attempt.url)
     assert opened is not None
     assert opened.status == 200
-    assert len(narrowed) == 1
-    assert form_action(narrowed[0]) == ["'self'"]
 
     await fill_in(page)
+    await sign_in(page)
+    assert len(narrowed) == 1
+    assert form_action(narrowed[0]) == ["'self'"]
     async with page.expect_console_message(lambda m: "form-action" in m.text) as refused:
-        await page.click("button[type=submit]")
+        await page.click("button[value=allow]")
     message = (await refused.value).text
     assert "form-action 'self'" in message, message
     assert "blocked" in message, message
-    # The center did its part: it signed alice in and sent the browser on with a code.
-    signed_in = [r for r in await audit(stack) if r["action"] == "login.success"]
+    # The center did its part: alice signed in, allowed, and was sent on with a code.
+    records = await audit(stack)
+    signed_in = [r for r in records if r["action"] == "login.success"]
     assert signed_in[-1]["object"] == f"client:{attempt.client_id}"
+    allowed = [r for r in records if r["action"] == "consent.give"]
+    assert allowed[-1]["object"] == f"client:{attempt.client_id}"
 
     # The callback is reachable from this browser, and yet the sign-in never arrived.
     probe = await page.goto(f"{callback.origin}/reachable")
@@ -307,3 +340,101 @@ async def test_without_the_redirect_origin_in_form_action_the_browser_keeps_the_
     assert probe.status == 200
     assert "/reachable" in callback.hits
     assert callback.arrivals == []
+
+
+async def test_deny_in_a_browser_lands_at_the_client_with_access_denied(
+    stack: Stack, callback: Callback, page: Page
+) -> None:
+    attempt = await start(stack, callback)
+    await page.goto(attempt.url)
+    await fill_in(page)
+    await submit_and_follow(page, callback, "deny")
+    [arrival] = callback.arrivals
+    answer = callback.query(arrival)
+    assert (answer["error"], answer["state"], answer["iss"]) == (
+        "access_denied",
+        STATE,
+        stack.issuer,
+    )
+    assert "code" not in answer
+    denied = [r for r in await audit(stack) if r["action"] == "consent.deny"]
+    assert denied[-1]["object"] == f"client:{attempt.client_id}"
+
+
+async def test_a_narrowed_consent_in_a_browser_gives_a_narrowed_token(
+    stack: Stack, callback: Callback, page: Page
+) -> None:
+    """dora holds read_write in team and archive; she allows read in team only."""
+    dora = {"id": "dora", "vaults": ["archive", VAULT], "role": "editor", "scope": "read_write"}
+    stack.center.admin("POST", "/v1/members", {**dora, "password": PASSWORD})
+    attempt = await start(stack, callback)
+    await page.goto(attempt.url)
+    await fill_in(page, "dora")
+    await sign_in(page)
+    assert await page.is_checked("input[name=vault][value=archive]")
+    await page.check("input[name=scope][value=read]")
+    await page.uncheck("input[name=vault][value=archive]")
+    await follow(page, callback, "button[value=allow]")
+    _, tokens = await redeem(stack, callback, attempt)
+    assert tokens["scope"] == "read"
+    async with mcp_session(stack.mcp_url, tokens["access_token"]) as mcp:
+        tools = {tool.name for tool in (await mcp.list_tools()).tools}
+        listed = await call(mcp, "vault_list", {})
+    assert "note_read" in tools
+    assert "note_create" not in tools
+    assert [vault["name"] for vault in listed["vaults"]] == [VAULT]
+
+
+async def test_a_second_sign_in_skips_consent_until_it_is_revoked(
+    stack: Stack, callback: Callback, page: Page
+) -> None:
+    first = await start(stack, callback)
+    await page.goto(first.url)
+    await fill_in(page)
+    await submit_and_follow(page, callback)
+    await redeem(stack, callback, first)
+
+    second = await start(stack, callback, first.client_id)
+    await page.goto(second.url)
+    await fill_in(page)
+    await follow(page, callback, "button[type=submit]")  # straight back: no consent page
+    _, tokens = await redeem(stack, callback, second, arrivals=2)
+    assert tokens["scope"] == "read write"
+
+    operator = {"Authorization": f"Bearer {stack.center.admin_token}"}
+    async with httpx.AsyncClient(base_url=stack.issuer, headers=operator, timeout=30) as http:
+        listed = (await http.get("/v1/consents", params={"member": MEMBER})).json()
+        [kept] = [c for c in listed["consents"] if c["client_id"] == first.client_id]
+        revoked = await http.delete(f"/v1/consents/{kept['id']}")
+    assert revoked.status_code == 200, revoked.text
+    assert revoked.json()["ended_sign_ins"] == 2
+
+    third = await start(stack, callback, first.client_id)
+    await page.goto(third.url)
+    await fill_in(page)
+    await submit_and_follow(page, callback)  # asked again
+    await redeem(stack, callback, third, arrivals=3)
+
+
+async def test_the_consent_page_works_by_keyboard_alone(
+    stack: Stack, callback: Callback, page: Page
+) -> None:
+    """Tab into the access levels, arrow down to read, tab past the vault and Deny to
+    Allow, press Enter: the token reads only."""
+    attempt = await start(stack, callback)
+    await page.goto(attempt.url)
+    await fill_in(page)
+    await sign_in(page)
+    focused = "document.activeElement.name + '=' + document.activeElement.value"
+    await page.keyboard.press("Tab")
+    assert await page.evaluate(focused) == "scope=read write"
+    await page.keyboard.press("ArrowDown")
+    assert await page.is_checked("input[name=scope][value=read]")
+    for expected in ("vault=team", "decision=deny", "decision=allow"):
+        await page.keyboard.press("Tab")
+        assert await page.evaluate(focused) == expected
+    arrived = page.wait_for_url(lambda url: url.startswith(f"{callback.redirect_uri}?"))
+    await page.keyboard.press("Enter")
+    await arrived
+    _, tokens = await redeem(stack, callback, attempt)
+    assert tokens["scope"] == "read"

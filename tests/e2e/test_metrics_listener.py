@@ -36,10 +36,15 @@ def test_metrics_live_on_the_second_listener_only(server: NodeServer, metrics_po
         "method": "tools/call",
         "params": {"name": "vault_stats", "arguments": {}},
     }
-    assert httpx.post(server.url, json=ping, headers=headers, timeout=30).status_code == 200
-    assert httpx.get(f"{server.base}/metrics", timeout=30).status_code == 404
+    answered = httpx.post(server.url, json=ping, headers=headers, timeout=30)
+    assert answered.status_code == 200
+    assert answered.json()["result"]["isError"] is False
+    public = httpx.get(f"{server.base}/metrics", timeout=30)
+    assert (public.status_code, public.json()) == (404, {"detail": "Not Found"})
     side = f"http://127.0.0.1:{metrics_port}"
-    assert httpx.get(f"{side}/metrics", timeout=30).status_code == 401
+    keyless = httpx.get(f"{side}/metrics", timeout=30)
+    assert keyless.status_code == 401
+    assert keyless.headers["www-authenticate"] == 'Bearer realm="secondbrain metrics"'
     scraped = httpx.get(f"{side}/metrics", headers={"X-API-Key": KEY}, timeout=30)
     assert scraped.status_code == 200
     assert 'secondbrain_tool_calls_total{outcome="ok",tool="vault_stats"} 1.0' in scraped.text
