@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
+import httpx
 import pytest
 
+from vault_node.cli import NO_SNAPSHOT
 from vault_node.testing import free_port
 
 from .conftest import BIN, CenterSetup, Service, clean_env, start_node, write_node_config
@@ -75,3 +78,29 @@ def test_the_healthcheck_fails_on_anything_but_a_healthy_answer(
     }.get(where, services["node"] + where)
     done = probe([str(BIN / script), "healthcheck", url])
     assert (done.returncode, done.stdout.strip()) == (1, f"unhealthy: {url}: {reason}")
+
+
+def test_a_node_without_a_revocation_snapshot_is_unhealthy(tmp_path: Path) -> None:
+    """A first start that cannot reach its center answers /healthz but refuses every
+    token: the check says so, so compose's `service_healthy` waits for a usable node."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    (tmp_path / "vaults" / "default").mkdir(parents=True)
+    config = write_node_config(
+        tmp_path / "node.yaml",
+        public_url=base,
+        listen=f"127.0.0.1:{port}",
+        data_dir=tmp_path / "vaults",
+        center_url=f"http://127.0.0.1:{free_port()}",  # nothing listens there
+    )
+    node = start_node(config, base, tmp_path / "node.log")
+    try:
+        health = httpx.get(f"{base}/healthz", timeout=5).json()
+        assert (health["status"], health["revocation_age_seconds"]) == ("ok", None)
+        done = probe([str(BIN / "secondbrain"), "healthcheck", f"{base}/healthz"])
+    finally:
+        node.stop()
+    assert (done.returncode, done.stdout.strip()) == (
+        1,
+        f"unhealthy: {base}/healthz: {NO_SNAPSHOT}",
+    )
