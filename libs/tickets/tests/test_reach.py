@@ -44,7 +44,9 @@ def test_a_rule_is_cleaned_like_a_node_path(raw: str, cleaned: str) -> None:
         ("notes/.secondbrain", "start with '.'"),
         ("a\x00b", "not valid Unicode"),
         ("a\udc80", "not valid Unicode"),
-        ("a\tb", "control character"),
+        ("a\tb", "control or text-direction character"),
+        ("a\x85b", "control or text-direction character"),
+        ("projects/\u202eemca", "control or text-direction character"),
         ("x" * 600, "longer than"),
     ],
 )

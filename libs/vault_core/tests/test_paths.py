@@ -33,6 +33,11 @@ HOSTILE = [
     ("wiki/.hidden.md", "start with '.'"),
     ("a/../.git/HEAD", "start with '.'"),
     ("wiki/x\x07.md", "control character"),
+    ("wiki/x\x7f.md", "control character"),
+    ("wiki/x\x85.md", "control character"),
+    ("wiki/\u202egpj.md", "text-direction control U+202E"),
+    ("wiki/a\u2066b.md", "text-direction control U+2066"),
+    ("\u202aleft/x.md", "text-direction control U+202A"),
     ("wiki/\udc80.md", "not valid Unicode"),
     ("\ud83d.md", "not valid Unicode"),
     ("x" * 2000, "longer than"),
@@ -58,6 +63,8 @@ def test_a_hostile_path_is_refused_with_its_reason(tmp_path: Path, raw: str, rea
         ("wiki/./x.md", "wiki/x.md"),
         ("wiki/", "wiki"),
         ("Notes with spaces/Ünïcödé 日本語.md", "Notes with spaces/Ünïcödé 日本語.md"),
+        ("he/\u05e9\u05dc\u05d5\u05dd\u200f.md", "he/\u05e9\u05dc\u05d5\u05dd\u200f.md"),
+        ("emoji/\U0001f469\u200d\U0001f4bb.md", "emoji/\U0001f469\u200d\U0001f4bb.md"),
     ],
 )
 def test_a_good_path_resolves_vault_relative_with_slashes(
@@ -282,3 +289,11 @@ def test_no_generated_path_ever_resolves_outside_the_vault(tmp_path: Path, raw: 
     assert not any(part.startswith(".") for part in real.relative_to(root.resolve()).parts)
     assert "\\" not in resolved.rel
     assert not resolved.rel.startswith("/")
+
+
+def test_a_direction_control_is_shown_escaped_in_the_error(tmp_path: Path) -> None:
+    """The message names the path as sent, the control written out (repr), never acting."""
+    with pytest.raises(InvalidPathError) as caught:
+        paths.resolve(tmp_path, "wiki/\u202egpj.md")
+    assert "\u202e" not in str(caught.value)
+    assert "wiki/\\u202egpj.md" in str(caught.value)

@@ -29,6 +29,8 @@ HOSTILE = [
     "link-out/secret",
     "wiki/\udc80x",
     "\ud83d",
+    "wiki/\u202egpj",  # shows as "jpg" reversed: a name passing for another
+    "wiki/x\x85y",
     # through links into the vault's own dot folders (made in the test)
     "link-git/config",
     "link-git/new",

@@ -28,6 +28,9 @@ from tickets.errors import TicketsError
 MAX_RULES = 32
 """Folders per list and vault: a token stays small, a check stays cheap."""
 MAX_RULE_BYTES = 512
+UNNAMEABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""What the node refuses in any path (vault_core.paths: control and direction characters),
+so a rule holding one could never match a note."""
 
 
 class RuleError(TicketsError):
@@ -57,8 +60,11 @@ def folder(raw: str) -> str:
     for segment in cleaned.split("/"):
         if segment.startswith("."):
             raise RuleError(f"path rule {raw!r}: no folder of a rule may start with '.'")
-        if any(ord(ch) < 32 for ch in segment):
-            raise RuleError(f"path rule {raw!r} contains a control character")
+        if UNNAMEABLE.search(segment):
+            raise RuleError(
+                f"path rule {raw!r} contains a control or text-direction character, "
+                "which no note's path may hold"
+            )
     return unicodedata.normalize("NFC", cleaned)
 
 

@@ -23,6 +23,12 @@ from vault_core.text import surrogate_at
 VAULT_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 TEMP_PREFIX = ".sbtmp-"
 MAX_PATH_BYTES = 1024
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+"""C0 and C1 control characters and DEL: no file name needs one."""
+DIRECTION = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
+"""Bidirectional embeddings, overrides and isolates: `\u202egpj.md` shows as `dm.jpg`, so
+a note could pass for another in Obsidian's file list (the marks U+200E, U+200F and U+061C,
+which Hebrew and Arabic names use, stay allowed)."""
 
 
 def check_vault_name(name: str) -> str:
@@ -93,8 +99,14 @@ def _check_segment(raw: str, segment: str) -> None:
         raise InvalidPathError(
             raw, "no part of a path may start with '.' (hidden paths are off limits)"
         )
-    if any(ord(ch) < 32 for ch in segment):
+    if CONTROL.search(segment):
         raise InvalidPathError(raw, "the path contains a control character")
+    if found := DIRECTION.search(segment):
+        raise InvalidPathError(
+            raw,
+            f"the path contains the text-direction control U+{ord(found[0]):04X}, which makes "
+            "a name display as another; leave it out",
+        )
 
 
 def resolve(root: Path, raw: str) -> Resolved:
