@@ -21,7 +21,7 @@ from vault_core import (
     queries,
     sections,
 )
-from vault_core.edit import WriteOp
+from vault_core.edit import Transform, WriteOp, WriteResult
 from vault_core.frontmatter import Frontmatter, alias_values, tag_values
 from vault_core.templates import clean_tags, new_note
 from vault_node.errors import ArgumentError
@@ -140,14 +140,7 @@ def note_write(call: Call) -> dict[str, Any]:
             return frontmatter.split(current).block + content
         return content
 
-    op = WriteOp(
-        args["path"],
-        transform,
-        expected_hash=args["content_hash"],
-        dry_run=args["dry_run"],
-        commit_as="note_write",
-    )
-    return edit.apply(call.vault, op, call.actor).response()
+    return _checked_edit(call, transform, "note_write").response()
 
 
 @tool(
@@ -188,14 +181,7 @@ def note_edit(call: Call) -> dict[str, Any]:
         )
         return changed
 
-    op = WriteOp(
-        args["path"],
-        transform,
-        expected_hash=args["content_hash"],
-        dry_run=args["dry_run"],
-        commit_as="note_edit",
-    )
-    result = edit.apply(call.vault, op, call.actor)
+    result = _checked_edit(call, transform, "note_edit")
     return {**result.response(), "replacements": count[0]}
 
 
@@ -244,14 +230,7 @@ def note_section_edit(call: Call) -> dict[str, Any]:
         )
         return split.block + body
 
-    op = WriteOp(
-        args["path"],
-        transform,
-        expected_hash=args["content_hash"],
-        dry_run=args["dry_run"],
-        commit_as="note_section_edit",
-    )
-    return edit.apply(call.vault, op, call.actor).response()
+    return _checked_edit(call, transform, "note_section_edit").response()
 
 
 @tool(
@@ -285,16 +264,22 @@ def note_frontmatter(call: Call) -> dict[str, Any]:
         _needs(exists, args["path"])
         return edit.edit_frontmatter(current, args["path"], lambda fm: _change(fm, args))
 
-    op = WriteOp(
-        args["path"],
-        transform,
-        expected_hash=args["content_hash"],
-        dry_run=args["dry_run"],
-        commit_as="note_frontmatter",
-    )
-    result = edit.apply(call.vault, op, call.actor)
+    result = _checked_edit(call, transform, "note_frontmatter")
     after = Frontmatter(frontmatter.split(result.text).yaml_text).plain()
     return {**result.response(), "frontmatter": after}
+
+
+def _checked_edit(call: Call, transform: Transform, tool: str) -> WriteResult:
+    """Change the note at `path` by `transform`: only if it still has `content_hash` (when
+    given), as a dry run when asked, committed under the tool's name."""
+    op = WriteOp(
+        call.args["path"],
+        transform,
+        expected_hash=call.args["content_hash"],
+        dry_run=call.args["dry_run"],
+        commit_as=tool,
+    )
+    return edit.apply(call.vault, op, call.actor)
 
 
 def _change(fm: Frontmatter, args: dict[str, Any]) -> None:
