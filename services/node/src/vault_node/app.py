@@ -30,7 +30,7 @@ from vault_core.vault import rfc3339
 from vault_node import auth, feed, metrics, rpc
 from vault_node.config import NodeConfig
 from vault_node.heartbeat import Heartbeat
-from vault_node.metrics import Metrics
+from vault_node.metrics import Metrics, NodeFigures
 from vault_node.placement import Placements, PlacingLibrary
 from vault_node.ratelimit import Buckets
 from vault_node.reload import Reloader
@@ -75,12 +75,14 @@ class Node:
 
     def _new_metrics(self) -> Metrics:
         return Metrics(
-            version=rpc.VERSION,
-            commit=lambda: self.config.commit or "unknown",
-            library=lambda: self.library,
-            revocation=self.verifier.revocation,
-            feed=self.feed,
-            heartbeat=lambda: self.heartbeat,
+            NodeFigures(
+                version=rpc.VERSION,
+                commit=lambda: self.config.commit or "unknown",
+                library=lambda: self.library,
+                revocation=self.verifier.revocation,
+                feed=self.feed,
+                heartbeat=lambda: self.heartbeat,
+            )
         )
 
     def _new_heartbeat(self) -> Heartbeat:

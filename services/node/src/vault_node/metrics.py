@@ -11,6 +11,7 @@ from __future__ import annotations
 import hmac
 import time
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -54,21 +55,9 @@ ASGIApp = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
 class Metrics:
     """The node's own registry (never the global one: two apps in a process stay apart).
 
-    What a scrape reads besides the counters comes from the arguments, at scrape time:
-    `commit()` and `version` label the build, `library()` holds the vaults, `revocation`
-    is the verifier's live state, `feed` the revocation feed and `heartbeat()` the
-    heartbeat (None while there is none)."""
+    What a scrape reads besides the counters comes from `figures`, at scrape time."""
 
-    def __init__(
-        self,
-        *,
-        version: str,
-        commit: Callable[[], str],
-        library: Callable[[], Library],
-        revocation: RevocationState,
-        feed: RevocationFeed | None,
-        heartbeat: Callable[[], Heartbeat | None],
-    ) -> None:
+    def __init__(self, figures: NodeFigures) -> None:
         self.registry = CollectorRegistry()
         self.scrapes = Buckets(SCRAPES_PER_MINUTE)
         r = self.registry
@@ -102,16 +91,7 @@ class Metrics:
             "secondbrain_truncated_results", "Results cut at max_response_bytes.", registry=r
         )
         self.trash_purged = Counter("secondbrain_trash_purged", "Trash copies purged.", registry=r)
-        r.register(
-            _NodeCollector(
-                version=version,
-                commit=commit,
-                library=library,
-                revocation=revocation,
-                feed=feed,
-                heartbeat=heartbeat,
-            )
-        )
+        r.register(figures)
 
     def tool(self, tool: str, outcome: str, seconds: float, size: int | None = None) -> None:
         self.tool_calls.labels(tool, outcome).inc()
@@ -128,23 +108,20 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-class _NodeCollector(Collector):
-    """Build info, uptime and per-vault figures, read when Prometheus scrapes."""
+@dataclass(frozen=True, kw_only=True, eq=False)  # a registry keys its collectors by identity
+class NodeFigures(Collector):
+    """Build info, uptime and per-vault figures, read when Prometheus scrapes: `commit()`
+    and `version` label the build, `library()` holds the vaults, `revocation` is the
+    verifier's live state, `feed` the revocation feed and `heartbeat()` the heartbeat (None
+    while there is none)."""
 
-    def __init__(
-        self,
-        *,
-        version: str,
-        commit: Callable[[], str],
-        library: Callable[[], Library],
-        revocation: RevocationState,
-        feed: RevocationFeed | None,
-        heartbeat: Callable[[], Heartbeat | None],
-    ) -> None:
-        self.version, self.commit = version, commit
-        self.library, self.revocation = library, revocation
-        self.feed, self.heartbeat = feed, heartbeat
-        self.started = time.monotonic()
+    version: str
+    commit: Callable[[], str]
+    library: Callable[[], Library]
+    revocation: RevocationState
+    feed: RevocationFeed | None
+    heartbeat: Callable[[], Heartbeat | None]
+    started: float = field(default_factory=time.monotonic)
 
     def collect(self) -> Iterator[Metric]:
         info = GaugeMetricFamily(
