@@ -20,11 +20,8 @@ from .test_deploy_files import DOCKERFILE
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    root = tmp_path_factory.mktemp("health")
-    center = CenterSetup(root / "center")
-    started: list[Service] = [center.start(root / "center.log")]
+def start_default_node(root: Path, center_url: str) -> tuple[Service, str]:
+    """A node under `root` serving one empty vault, `default`; and its base URL."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     (root / "vaults" / "default").mkdir(parents=True)
@@ -33,9 +30,18 @@ def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str
         public_url=base,
         listen=f"127.0.0.1:{port}",
         data_dir=root / "vaults",
-        center_url=center.url,
+        center_url=center_url,
     )
-    started.append(start_node(config, base, root / "node.log"))
+    return start_node(config, base, root / "node.log"), base
+
+
+@pytest.fixture(scope="module")
+def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    root = tmp_path_factory.mktemp("health")
+    center = CenterSetup(root / "center")
+    started: list[Service] = [center.start(root / "center.log")]
+    node, base = start_default_node(root, center.url)
+    started.append(node)
     try:
         yield {"center": center.url, "node": base}
     finally:
@@ -83,17 +89,8 @@ def test_the_healthcheck_fails_on_anything_but_a_healthy_answer(
 def test_a_node_without_a_revocation_snapshot_is_unhealthy(tmp_path: Path) -> None:
     """A first start that cannot reach its center answers /healthz but refuses every
     token: the check says so, so compose's `service_healthy` waits for a usable node."""
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    (tmp_path / "vaults" / "default").mkdir(parents=True)
-    config = write_node_config(
-        tmp_path / "node.yaml",
-        public_url=base,
-        listen=f"127.0.0.1:{port}",
-        data_dir=tmp_path / "vaults",
-        center_url=f"http://127.0.0.1:{free_port()}",  # nothing listens there
-    )
-    node = start_node(config, base, tmp_path / "node.log")
+    nowhere = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    node, base = start_default_node(tmp_path, nowhere)
     try:
         health = httpx.get(f"{base}/healthz", timeout=5).json()
         assert (health["status"], health["revocation_age_seconds"]) == ("ok", None)
