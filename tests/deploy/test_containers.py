@@ -539,8 +539,8 @@ def test_a_node_restart_holds_its_clients_instead_of_a_quick_502(stack: Stack, t
     """The Caddyfile holds a request while its upstream is away (lb_try_duration 10s): asked
     every 0.2 s through a restart, the node answers, late rather than with a 502. The old
     Caddyfile answered 502 within milliseconds. A 502 is allowed only once Caddy has held
-    the request for the whole 10 s: on this machine kind the container network's name
-    server (aardvark-dns) sometimes leaves a restarted container's name unanswered for
+    the request for the whole 10 s: the container network's name server (aardvark-dns 1.4,
+    Debian bookworm's) sometimes leaves a restarted container's name unanswered for
     longer, which no proxy setting can mend."""
     restart = threading.Thread(target=podman, args=("restart", container("node-b")))
     answers: list[tuple[int, float]] = []
