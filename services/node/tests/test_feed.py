@@ -369,6 +369,26 @@ async def test_the_poll_loop_survives_polls_slower_than_its_interval(
     assert len(polls) >= 4
 
 
+async def test_a_node_started_without_a_snapshot_asks_again_soon(
+    config: NodeConfig, key: SigningKey
+) -> None:
+    """The first poll finds nothing, so every token is refused; the loop does not wait
+    its hour-long interval but asks again within seconds and then serves the token."""
+    assert config.revocation_file is not None
+    config.revocation_file.unlink()  # the center has not answered yet
+    async with running(config) as (node, client):
+        assert node.feed is not None
+        assert node.feed.polls["fetch_failed"] == 1
+        token = mint(key)
+        assert await ping(client, token) == 401
+        publish(config, key, seq=1)
+        deadline = time.monotonic() + 60
+        while await ping(client, token) != 200:
+            assert time.monotonic() < deadline, node.feed.polls
+            await asyncio.sleep(0.1)
+        assert node.feed.polls["ok"] == 1
+
+
 async def test_polls_make_no_tls_context_and_an_https_center_gets_one_per_client(
     tmp_path: Path, key: SigningKey, center: StubCenter, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -44,6 +44,8 @@ SNAPSHOT_FILE = "revocation.jws"
 CHECKPOINT_FILE = "checkpoint.json"
 JWKS_FILE = "jwks.json"
 OUTCOMES = ("ok", "fetch_failed", "refused")
+FIRST_RETRY = 1.0
+"""Seconds before the first retry while the node holds no snapshot; doubled each time."""
 """How a poll ended: applied (or already held), the center or file could not be read, or
 the snapshot was refused (bad signature, rollback, conflict, ...)."""
 
@@ -308,10 +310,18 @@ class RevocationFeed:
 
     async def run(self) -> None:
         """Poll forever on a fixed cadence (cancelled at shutdown): the time a poll takes
-        does not stretch the interval, so a revocation arrives within one of them."""
+        does not stretch the interval, so a revocation arrives within one of them. While
+        the node holds no snapshot (it refuses every token) it asks sooner: after 1 s,
+        then 2, 4, … up to the interval, so a center out of reach at start is seen soon
+        after it answers."""
         due = time.monotonic()
+        retry = FIRST_RETRY
         while True:
-            due = max(due + self.interval, time.monotonic())
+            if self.state.snapshot is None and retry < self.interval:
+                pause, retry = retry, retry * 2
+            else:
+                pause = self.interval
+            due = max(due + pause, time.monotonic())
             await anyio.sleep(max(0.0, due - time.monotonic()))
             await run_in_threadpool(self.poll_once)
 
