@@ -44,10 +44,10 @@ SNAPSHOT_FILE = "revocation.jws"
 CHECKPOINT_FILE = "checkpoint.json"
 JWKS_FILE = "jwks.json"
 OUTCOMES = ("ok", "fetch_failed", "refused")
-FIRST_RETRY = 1.0
-"""Seconds before the first retry while the node holds no snapshot; doubled each time."""
 """How a poll ended: applied (or already held), the center or file could not be read, or
 the snapshot was refused (bad signature, rollback, conflict, ...)."""
+FIRST_RETRY = 1.0
+"""Seconds before the first retry while the node holds no snapshot; doubled each time."""
 
 
 _PLAIN = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # no CA bundle: for http:// it is never used
