@@ -555,7 +555,7 @@ def test_a_node_restart_holds_its_clients_instead_of_a_quick_502(stack: Stack, t
     wait_healthy(container("node-b"))
     quick_failures = [(status, took) for status, took in answers if status != 200 and took < 9.5]
     assert not quick_failures, f"{answers}\n{tails('caddy')}"
-    assert answers[-1][0] == 200, answers
+    wait_proxied(stack, "node-b")  # and the proxy reaches the restarted node again
 
 
 @pytest.mark.asyncio
