@@ -10,15 +10,25 @@ STAMP  := $(VENV)/.installed
 help:  ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 10
 
+RUNTIME := $(VENV)/.runtime
+
+# What `make run` needs: the packages secondbrain runs on, no test or lint tools. A .venv
+# that `make setup` made has them all already.
+$(RUNTIME): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUNTIME)
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUNTIME)
 
 setup: $(STAMP)  ## create .venv and install every package editable, with dev tools
 
-run: $(STAMP)  ## start secondbrain on its embedded default (data under ./data)
+run: $(RUNTIME)  ## start secondbrain on its embedded default (data under ./data); installs the runtime packages only
 	$(BIN)/secondbrain up --data-dir ./data
 
 INSPECTOR := tests/e2e/inspector/node_modules
@@ -33,8 +43,14 @@ $(CONFORMANCE): tests/conformance/package-lock.json
 	npm ci --prefix tests/conformance --no-audit --no-fund
 	touch $(CONFORMANCE)
 
-test: $(STAMP) $(INSPECTOR) $(CONFORMANCE)  ## run the whole test suite (creates .venv and installs the MCP Inspector and the conformance runner on first use)
-	$(BIN)/python -m pytest
+# The test files run side by side in TEST_WORKERS processes (pytest-xdist), each file whole
+# in one of them, so a module's servers and fixtures are made once: most tests wait on
+# servers, subprocesses and disks, so three processes keep two cores busy. TEST_WORKERS=0
+# runs them one after the other in this process.
+TEST_WORKERS ?= 3
+
+test: $(STAMP) $(INSPECTOR) $(CONFORMANCE)  ## run the whole test suite, files side by side in TEST_WORKERS processes (creates .venv and installs the MCP Inspector and the conformance runner on first use)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 lint: $(STAMP)  ## ruff (lint + format check) and mypy --strict
 	$(BIN)/ruff check .
@@ -52,6 +68,6 @@ images: $(STAMP)  ## build the node and center images (and the compose test's st
 	docker/images.sh --test
 
 .PHONY: docs
-docs: $(STAMP)  ## regenerate docs/reference/ (tools, center API and settings) from the code
+docs: $(STAMP)  ## regenerate docs/reference/ (tools, center API and settings) and node.md's tool table from the code
 	$(BIN)/python -m vault_node.reference docs/reference
 	$(BIN)/python -m center.reference docs/reference

@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import httpx
@@ -34,11 +35,12 @@ POSTGRES = os.environ.get("SECONDBRAIN_BENCH_POSTGRES", "postgresql://postgres@1
 
 
 @contextmanager
-def serving(settings: Settings) -> Iterator[str]:
+def serving(settings: Settings, **options: Any) -> Iterator[str]:
+    """A center on a free loopback port for the block, its base URL; `options` go to
+    `create_app`."""
     quiet = settings.model_copy(update={"log_level": "error"})
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(quiet), host="127.0.0.1", port=0, log_config=None)
-    )
+    app = create_app(quiet, **options)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:

@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from vault_core.gitstore import GitStore, Identity
+from vault_core.git.store import GitStore, Identity
 
 NODE = Identity("node", "node@secondbrain.invalid")
 CYCLES = 50

@@ -27,10 +27,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from vaultgen import generate
 
-from vault_core import edit, search
+from vault_core import edit
 from vault_core.edit import WriteOp
-from vault_core.index import Index
+from vault_core.index.store import Index
 from vault_core.library import OpenVault, Settings
+from vault_core.search import fts as search
 from vault_core.vault import Actor
 
 SIZES = [int(s) for s in os.environ.get("BENCH_SIZES", "1000,10000,50000").split(",")]

@@ -41,10 +41,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from vaultgen import HUB, generate
 
-from vault_core import edit, queries, search
+from vault_core import edit
 from vault_core.edit import WriteOp
-from vault_core.index import Index
+from vault_core.index.store import Index
 from vault_core.library import Library, OpenVault, Settings, VaultOpeningError
+from vault_core.search import answers as queries
+from vault_core.search import fts as search
 from vault_core.vault import Actor
 
 CACHE = Path(__file__).resolve().parent.parent / ".cache" / "bench-large"

@@ -26,9 +26,10 @@ from pathlib import Path
 import structlog
 import yaml
 
-from vault_core import search, yamlread
+from vault_core import yamlread
 from vault_core.frontmatter import Frontmatter, plain_value
-from vault_core.index import Index
+from vault_core.index.store import Index
+from vault_core.search import fts as search
 
 WORDS = [int(n) for n in os.environ.get("BENCH_WORDS", "2000,10000,20000").split(",")]
 BOUNDED_ONLY = [50_000, 800_000]

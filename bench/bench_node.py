@@ -37,9 +37,10 @@ from vaultgen import generate, vocabulary
 
 from tickets import testing as tt
 from vault_core.library import Library, Settings
+from vault_node.context import Call, Context
 from vault_node.registry import REGISTRY, params_of
 from vault_node.testing import make_config, mint, serving_node
-from vault_node.tools.base import Call, Context, check_arguments
+from vault_node.tools.base import check_arguments
 
 NOTES = int(os.environ.get("BENCH_NODE_NOTES", "10000"))
 CALLS = int(os.environ.get("BENCH_NODE_CALLS", "1000"))

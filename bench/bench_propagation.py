@@ -5,7 +5,8 @@ the revocation feed every 1 s, then (a fresh cluster) every 10 s, the default. E
 mints an agent token for both nodes, checks that both accept it, waits a random part of the
 interval (so revocations land anywhere in the nodes' poll cycle), revokes it and polls each
 node every 20 ms until it answers 401. Printed per node: median, p95 and max lag, and
-their ratio to the poll interval (DESIGN §5.5 promises at most one interval, plus the
+their ratio to the poll interval (docs/design.md#revocation-feed promises at most one
+interval, plus the
 fetch). BENCH_PROPAGATION_ROUNDS sets the revocations per interval (default 5).
 """
 

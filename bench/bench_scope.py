@@ -17,8 +17,9 @@ from bench_vectors import percentiles, timings
 from vaultgen import FOLDERS, generate
 
 from tickets import Reach
-from vault_core import scope, search
-from vault_core.index import Index
+from vault_core import scope
+from vault_core.index.store import Index
+from vault_core.search import fts as search
 
 NOTES = int(os.environ.get("SCOPE_NOTES", "50000"))
 ROUNDS = 30

@@ -37,8 +37,8 @@ from bench_node import RawClient, serving
 from bench_vectors import percentiles, timings
 from vaultgen import generate
 
-from vault_core import embedding
 from vault_core.library import Library, Settings
+from vault_core.search import embedding
 
 NOTES = int(os.environ.get("BENCH_SEARCH_MCP_NOTES", "10000"))
 FILED = "40506ea^"  # the commit before note_search took questions in plain words

@@ -2,13 +2,15 @@
 on synthetic vaults (bench/vaultgen.py) of 10,000 and 50,000 notes.
 
 `BENCH_VECTOR_SIZES` (comma-separated) narrows the sizes. For each: the cold index, the
-background worker embedding every note (notes/s, chunks/s), the process's RSS before and
-after, the vectors' bytes in the index, and p50/p95 of note_search in keyword mode
-(before: `fts`; now: natural), hybrid and semantic, over 180 two-word questions asked once
-each (so no question's vector is kept from an earlier round), beside what hybrid's parts
-take alone (the query's embedding, the vector search, the keyword side, a page); then how
-much of hybrid's top ten and of the 100 nearest notes stay the same when every section is
-ranked by its whole vector instead of its int8 codes first.
+background worker embedding every note (notes/s, chunks/s), the process's RSS before
+embedding, at most while embedding (sampled every 50 ms) and after the searches, the
+vectors' bytes in the index, and p50/p95 of note_search in keyword mode (before: `fts`;
+now: natural, as `note_search` runs it, translations grouped), hybrid and semantic, over
+180 two-word questions asked once each (so no question's vector is kept from an earlier
+round), beside what hybrid's parts take alone (the query's embedding, the vector search,
+the keyword side, the passage focus, a page); then how much of hybrid's top ten and of
+the 100 nearest notes stay the same when every section is ranked by its whole vector
+instead of its int8 codes first.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import random
 import resource
 import statistics
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,9 +28,11 @@ from pathlib import Path
 import structlog
 from vaultgen import generate
 
-from vault_core import embedding, hybrid, query, search
-from vault_core.index import Index
-from vault_core.vectors import VectorStore
+from vault_core.index.store import Index
+from vault_core.search import embedding, focus, hybrid
+from vault_core.search import fts as search
+from vault_core.search.vectors import VectorStore
+from vault_core.words import terms as query
 
 
 def rss_mb() -> float:
@@ -36,6 +41,28 @@ def rss_mb() -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class Peak:
+    """The process's largest RSS while the block runs, sampled every 50 ms by a thread."""
+
+    def __init__(self) -> None:
+        self.mb = rss_mb()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> Peak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+        self.mb = max(self.mb, rss_mb())
+
+    def _sample(self) -> None:
+        while not self._done.wait(0.05):
+            self.mb = max(self.mb, rss_mb())
 
 
 def timings(
@@ -72,9 +99,10 @@ def figures(n: int) -> None:
         model = embedding.shared(embedding.BUNDLED)
         assert model is not None
         started = time.perf_counter()
-        vectors = VectorStore(index, model).start()
-        while not vectors.ready():
-            time.sleep(0.1)
+        with Peak() as peak:
+            vectors = VectorStore(index, model).start()
+            while not vectors.ready():
+                time.sleep(0.1)
         seconds = time.perf_counter() - started
         with index.reading() as conn:
             (chunks, size) = conn.execute(
@@ -87,9 +115,16 @@ def figures(n: int) -> None:
         hint = query.highlight
         ten = [m.path for m in vectors.nearest(rounds[0][0], 10)]
         asked = {q: model.embed([q])[0] for questions in rounds for q in questions}
+        ranked = {
+            q: search.ranking(
+                index, q, search.Filters(), hybrid.POOL, every_first=hybrid.EVERY_WORD
+            )[0]
+            for questions in rounds
+            for q in questions
+        }
         calls: dict[str, Callable[[str], object]] = {
             "fts (before)": lambda q: search.search(index, q, limit=10, syntax="fts"),
-            "keyword": lambda q: search.search(index, q, limit=10),
+            "keyword": lambda q: hybrid.find(index, vectors, q, limit=10, mode="keyword"),
             "hybrid": lambda q: hybrid.find(index, vectors, q, limit=10),
             "semantic": lambda q: hybrid.find(index, vectors, q, limit=10, mode="semantic"),
             "  its query embedding": lambda q: model.embed([q]),
@@ -97,6 +132,7 @@ def figures(n: int) -> None:
             "  its keyword side": lambda q: search.ranking(
                 index, q, search.Filters(), hybrid.POOL, every_first=hybrid.EVERY_WORD
             ),
+            "  its passage focus": lambda q: focus.focused(index, ranked[q], query.terms(q)),
             "  its page of 10": lambda q: search.hits_for(index, ten, hint(query.terms(q))),
         }
         measured = {label: percentiles(t) for label, t in timings(calls, rounds).items()}
@@ -108,13 +144,17 @@ def figures(n: int) -> None:
         )
         print(
             f"          vectors {size / 1e6:6.1f} MB in the index; RSS {before:6.0f} MB before"
-            f" embedding, {after:6.0f} MB after (+{after - before:.0f} MB)"
+            f" embedding, {peak.mb:6.0f} MB at most while embedding, {after:6.0f} MB after the"
+            f" searches (+{after - before:.0f} MB; the peak {peak.mb / after:.2f}x where it"
+            " settles)"
         )
         for label, (p50, p95) in measured.items():
             print(f"          {label:<22} p50 {p50:7.2f} ms  p95 {p95:7.2f} ms")
         fts, natural, fused = (measured[k][0] for k in ("fts (before)", "keyword", "hybrid"))
         print(
-            f"          hybrid/fts p50 {fused / fts:5.2f}x, keyword/fts p50 {natural / fts:5.2f}x"
+            f"          hybrid/fts p50 {fused / fts:5.2f}x, keyword/fts p50 {natural / fts:5.2f}x,"
+            f" hybrid/keyword p50 {fused / natural:5.2f}x, keyword/hybrid p95"
+            f" {measured['keyword'][1] / measured['hybrid'][1]:5.2f}x"
         )
         print(
             f"          against every section ranked by its whole vector: {same_ten:.1%} of"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Back up a secondbrain host: the center's state and the vaults of its nodes.
 #
-#   backup.sh [--center DIR] [--node NAME=DIR]... DEST
+#   backup.sh [--center DIR] [--node NAME=DIR]... [--no-verify] DEST
 #
 # --center DIR     the center's data dir (SECONDBRAIN_CENTER_DATA_DIR): center.db is copied
 #                  with SQLite's online backup (safe while the center runs), then
@@ -14,6 +14,10 @@
 #                  (.secondbrain/index.db*) and the node's state (.node: cached keys and
 #                  the last revocation snapshot, fetched again from the center). Stop the
 #                  node (or snapshot the filesystem) for a copy that no write can tear.
+# --no-verify      keep a backup whose copied audit log is not verified. Without it the
+#                  copy is checked with `secondbrain-center audit verify` (found as
+#                  $SECONDBRAIN_CENTER_CLI, on PATH, or in this checkout's .venv), and a
+#                  backup of a center is refused before anything is copied when it cannot be.
 # DEST             a folder; the backup goes to DEST/secondbrain-<UTC time>/ (0700) with a
 #                  SHA256SUMS file, and its path is printed last.
 #
@@ -25,12 +29,25 @@ umask 077
 
 die() { echo "backup: $*" >&2; exit 1; }
 
+# The CLI that verifies the audit chain: named, on PATH, or this checkout's .venv.
+center_cli() {
+  local venv
+  venv="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/.venv/bin/secondbrain-center"
+  if [ -n "${SECONDBRAIN_CENTER_CLI:-}" ]; then echo "$SECONDBRAIN_CENTER_CLI"
+  elif command -v secondbrain-center; then :
+  elif [ -x "$venv" ]; then echo "$venv"
+  else return 1
+  fi
+}
+
 center=""
 nodes=()
+verify=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --center) [ $# -ge 2 ] || die "--center needs a folder"; center="$2"; shift 2 ;;
     --node) [ $# -ge 2 ] || die "--node needs NAME=DIR"; nodes+=("$2"); shift 2 ;;
+    --no-verify) verify=0; shift ;;
     -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     -*) die "unknown option $1 (see --help)" ;;
     *) break ;;
@@ -39,6 +56,13 @@ done
 [ $# -eq 1 ] || die "name one destination folder (see --help)"
 [ -n "$center" ] || [ ${#nodes[@]} -gt 0 ] || die "nothing to back up: pass --center and/or --node"
 dest="$1"
+cli=""
+if [ -n "$center" ] && [ "$verify" = 1 ]; then
+  cli="$(center_cli)" || die "cannot verify the audit log: secondbrain-center is not on PATH
+  nor in this checkout's .venv; activate the environment it is installed in, set
+  SECONDBRAIN_CENTER_CLI=/path/to/secondbrain-center, or pass --no-verify to keep an
+  unverified backup. Nothing was copied."
+fi
 mkdir -p "$dest"
 target="$dest/secondbrain-$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir "$target" || die "$target exists already; wait a second and run again"
@@ -88,9 +112,13 @@ backup_node() {
 [ -z "$center" ] || backup_center "$center"
 for node in "${nodes[@]}"; do backup_node "$node"; done
 
-if [ -f "$target/center/audit.jsonl" ] && command -v secondbrain-center >/dev/null; then
-  secondbrain-center audit verify "$target/center/audit.jsonl" >/dev/null \
-    || die "the copied audit log does not verify: $target is not a good backup"
+if [ -f "$target/center/audit.jsonl" ]; then
+  if [ -n "$cli" ]; then
+    "$cli" audit verify "$target/center/audit.jsonl" >/dev/null \
+      || die "the copied audit log does not verify: $target is not a good backup"
+  else
+    echo "backup: the copied audit log was not verified (--no-verify)" >&2
+  fi
 fi
 (cd "$target" && find . -type f ! -name SHA256SUMS -print0 | sort -z | xargs -0 sha256sum > SHA256SUMS)
 echo "$target"

@@ -56,7 +56,7 @@ def launch(root: Path, public_url: str) -> Iterator[NodeServer]:
     """`secondbrain serve` over the sample vault, offline keys, on a free loopback port."""
     key = tt.throwaway_key()
     write_vault(root / "data" / "default", SAMPLE_NOTES)
-    # allowed_origins switches the Origin check on (empty means none, DESIGN §4.1); the
+    # allowed_origins switches the Origin check on (empty: none, docs/design.md#mcp-transport); the
     # node's own origin, that of public_url, is always allowed.
     extra = f"watch: false\nallowed_origins: {public_url}\n"
     with serving_node(root, key, extra, public_url=public_url, deadline=READY_DEADLINE) as node:

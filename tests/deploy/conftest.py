@@ -1,6 +1,7 @@
 """Real deployments on loopback: the center and nodes as `secondbrain-center serve` and
 `secondbrain serve` subprocesses on ports chosen at start, driven over HTTP and with the
-official MCP SDK client. Shared by the backup/restore and the reverse-proxy tests.
+official MCP SDK client. Shared by the backup/restore, the reverse-proxy, the one-address
+and the failover tests.
 """
 
 from __future__ import annotations
@@ -76,6 +77,10 @@ class CenterSetup:
     database_url: str | None = None
     secret: str = field(default_factory=lambda: SigningKey.generate().export_secret())
     admin_token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    mcp_url: str = ""
+    """The deployment's one MCP address, if it has one."""
+    settings: dict[str, str] = field(default_factory=dict)
+    """More SECONDBRAIN_CENTER_<NAME> values, by NAME."""
 
     @property
     def url(self) -> str:
@@ -92,6 +97,9 @@ class CenterSetup:
         }
         if self.database_url:
             values["SECONDBRAIN_CENTER_DATABASE_URL"] = self.database_url
+        if self.mcp_url:
+            values["SECONDBRAIN_CENTER_MCP_URL"] = self.mcp_url
+        values.update({f"SECONDBRAIN_CENTER_{k.upper()}": v for k, v in self.settings.items()})
         return clean_env(**values)
 
     def start(self, log: Path) -> Service:
@@ -146,6 +154,104 @@ async def mcp_session(
     ):
         await session.initialize()
         yield session
+
+
+def member_token(
+    center: CenterSetup, member: str, member_vaults: list[str], **ask: Any
+) -> dict[str, Any]:
+    """A new editor `member` of `member_vaults` and a token minted with its credential
+    (`ask`: more fields of `POST /v1/tokens`); the center's answer."""
+    made = center.admin(
+        "POST",
+        "/v1/members",
+        {"id": member, "vaults": member_vaults, "role": "editor", "scope": "read_write"},
+    )
+    minted: dict[str, Any] = center.admin(
+        "POST", "/v1/tokens", {"minutes": 30, **ask}, token=made["credential"]
+    )
+    return minted
+
+
+def rpc(http: httpx.Client, url: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """One `tools/call` as a plain JSON-RPC POST; its result (which may be an error)."""
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    }
+    answer = http.post(url, json=message)
+    assert answer.status_code == 200, answer.text
+    result: dict[str, Any] = answer.json()["result"]
+    return result
+
+
+def names(result: dict[str, Any]) -> list[str]:
+    """The vault names of a `vault_list` result."""
+    return sorted(row["name"] for row in result["structuredContent"]["vaults"])
+
+
+def error_code(result: dict[str, Any]) -> str:
+    """The error code of a tool result that failed."""
+    assert result["isError"] is True, result
+    code: str = result["_meta"]["secondbrain/error"]["code"]
+    return code
+
+
+def prepare_deployment_node(
+    root: Path,
+    center: CenterSetup,
+    node: str,
+    upstream: tuple[str, int],
+    vaults: tuple[str, ...],
+    center_url: str = "",
+) -> Path:
+    """Register node `node` of a deployment with the center under its own URL (`upstream`,
+    where it listens), give it empty folders for `vaults` and write its configuration: 1 s
+    heartbeats, the center reached at `center_url` (default: the center's URL). Its YAML
+    file; done once, a second call changes nothing."""
+    host, port = upstream
+    base = f"http://{host}:{port}"
+    config = root / node / "node.yaml"
+    if config.exists():
+        return config
+    registered = center.admin("POST", "/v1/nodes", {"id": node, "resource": f"{base}/mcp"})
+    for vault in vaults:
+        (root / node / "vaults" / vault).mkdir(parents=True)
+    write_node_config(
+        config,
+        public_url=base,
+        listen=f"{host}:{port}",
+        data_dir=root / node / "vaults",
+        default_vault=vaults[0],
+        center_url=center_url or center.url,
+        issuer=center.issuer,
+        node_id=node,
+        node_credential="env:NODE_CREDENTIAL",
+        heartbeat_interval="1s",
+        revocation_poll="1s",
+        watch="false",
+    )
+    (root / node / "credential").write_text(registered["credential"])
+    return config
+
+
+def start_deployment_node(
+    root: Path,
+    center: CenterSetup,
+    node: str,
+    upstream: tuple[str, int],
+    vaults: tuple[str, ...],
+    center_url: str = "",
+) -> Service:
+    """Node `node` of a deployment (prepared first if it is not yet), started; returns once
+    it holds a revocation snapshot."""
+    config = prepare_deployment_node(root, center, node, upstream, vaults, center_url)
+    base = f"http://{upstream[0]}:{upstream[1]}"
+    env = clean_env(NODE_CREDENTIAL=(root / node / "credential").read_text())
+    service = start_node(config, base, root / node / "node.log", env)
+    wait_for_snapshot(base)
+    return service
 
 
 async def call(session: ClientSession, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ written."""
 from __future__ import annotations
 
 import shutil
+import sqlite3
 import subprocess
 import tarfile
 from pathlib import Path
@@ -264,3 +265,27 @@ def test_both_scripts_print_their_usage() -> None:
         assert done.returncode == 0
         assert done.stdout.startswith(first)
         assert "#" not in done.stdout.splitlines()[0]
+
+
+def test_backup_refuses_to_skip_the_audit_check_unless_told(tmp_path: Path) -> None:
+    """Without secondbrain-center at hand the guide's promised verification cannot run: the
+    backup says so and copies nothing, unless --no-verify asks for an unverified one."""
+    center = tmp_path / "center"
+    center.mkdir()
+    sqlite3.connect(center / "center.db").close()
+    (center / "audit.jsonl").write_text("")
+    elsewhere = tmp_path / "checkout" / "deploy" / "backup"  # no .venv beside this copy
+    elsewhere.mkdir(parents=True)
+    script = Path(shutil.copy(BACKUP, elsewhere / "backup.sh"))
+    bare = {**clean_env(), "PATH": "/usr/bin:/bin"}
+    refused = run_script(script, "--center", str(center), str(tmp_path / "out"), env=bare)
+    assert refused.returncode == 1
+    assert "cannot verify the audit log: secondbrain-center is not on PATH" in refused.stderr
+    assert "--no-verify" in refused.stderr
+    assert not (tmp_path / "out").exists()
+    kept = run_script(
+        script, "--center", str(center), "--no-verify", str(tmp_path / "out"), env=bare
+    )
+    assert kept.returncode == 0, kept.stderr
+    assert "the copied audit log was not verified (--no-verify)" in kept.stderr
+    assert (Path(kept.stdout.strip()) / "center" / "audit.jsonl").is_file()

@@ -70,12 +70,12 @@ class Deployment:
         return self.http(Authorization=f"Bearer {self.center.admin_token}")
 
 
-def caddyfile(root: Path, port: int, upstreams: dict[str, int]) -> Path:
+def caddyfile(root: Path, port: int, upstreams: dict[str, int | tuple[int, ...]]) -> Path:
     """An `admin off` Caddyfile: one TLS site per host name, certificates from Caddy's
-    internal CA kept under `root`, nothing bound beyond loopback, no trust store touched."""
+    internal CA kept under `root`, nothing bound beyond loopback, no trust store touched.
+    A host with several upstreams sends each request to one of them at random."""
     sites = "".join(
-        f"https://{host}.localhost:{port} {{\n\tbind {UPSTREAM}\n"
-        f"\treverse_proxy {UPSTREAM}:{upstream}\n}}\n"
+        f"https://{host}.localhost:{port} {{\n\tbind {UPSTREAM}\n\t{_proxy(upstream)}\n}}\n"
         for host, upstream in upstreams.items()
     )
     path = root / "Caddyfile"
@@ -87,8 +87,20 @@ def caddyfile(root: Path, port: int, upstreams: dict[str, int]) -> Path:
     return path
 
 
+def _proxy(upstream: int | tuple[int, ...]) -> str:
+    if isinstance(upstream, int):
+        return f"reverse_proxy {UPSTREAM}:{upstream}"
+    # As deploy/caddy/Caddyfile: a request that cannot reach one upstream is tried on
+    # another (a POST only if it never reached the first); no passive health check.
+    targets = " ".join(f"{UPSTREAM}:{port}" for port in upstream)
+    options = ("lb_policy random", "lb_try_duration 10s", "lb_try_interval 250ms")
+    return f"reverse_proxy {targets} {{\n" + "".join(f"\t\t{o}\n" for o in options) + "\t}"
+
+
 @contextlib.contextmanager
-def caddy(root: Path, port: int, upstreams: dict[str, int]) -> Iterator[ssl.SSLContext]:
+def caddy(
+    root: Path, port: int, upstreams: dict[str, int | tuple[int, ...]]
+) -> Iterator[ssl.SSLContext]:
     """`caddy run` as a subprocess until its sites answer; yields a context trusting its CA."""
     config = caddyfile(root, port, upstreams)
     log = root / "caddy.log"

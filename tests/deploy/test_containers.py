@@ -4,10 +4,11 @@
 stand-ins for the caddy, postgres and prometheus images from Debian packages (no registry is
 reachable here); podman-compose then runs compose.yaml unchanged with those image names in
 its variables. Through Caddy's TLS (its internal CA: `local_certs`) the official MCP SDK
-client writes and reads notes on both nodes, a client signs in with OAuth, the center runs
-on PostgreSQL in its container and Prometheus scrapes the nodes; a node container restarts
-with its vaults, index and history intact (its clients see no 502 meanwhile), and reads go
-on while the center is stopped.
+client writes and reads notes on both nodes, a client signs in with OAuth, two centers (the
+`replicas` profile) serve one PostgreSQL in its container behind Caddy, either stopped
+loses no request and their audit chain stays one line, and Prometheus scrapes the nodes; a
+node container restarts with its vaults, index and history intact (its clients see no 502
+meanwhile), and reads go on while the center is stopped.
 
 Host names are `center.localhost`, `node-a.localhost` and `node-b.localhost`, mapped to
 127.0.0.1 in this process only; Caddy publishes 80 and 443 on 127.0.0.1.
@@ -26,13 +27,14 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tickets import SigningKey
+from tickets import ChainVerifier, SigningKey
 
 from .conftest import BIN, ROOT, call, mcp_session
 
@@ -206,6 +208,8 @@ class Stack:
             "postgres",
             "--profile",
             "prometheus",
+            "--profile",
+            "replicas",
             *args,
         ]
         done = subprocess.run(
@@ -300,6 +304,7 @@ def stack(
         "SECONDBRAIN_CENTER_DATABASE_URL": (
             f"postgresql://secondbrain:{password}@postgres:5432/secondbrain"
         ),
+        "SECONDBRAIN_CENTER_UPSTREAMS": "center:2021 center-2:2021",
     }
     env_file = root / "compose.env"
     write_env(env_file, values)
@@ -322,8 +327,8 @@ def stack(
         values["SECONDBRAIN_NODE_B_CREDENTIAL"] = register_node("node-b")
         write_env(env_file, values)
         setup.compose("up", "--detach")
-        for node in ("node-a", "node-b"):
-            wait_healthy(container(node))
+        for service in ("center-2", "node-a", "node-b"):
+            wait_healthy(container(service))
         setup.tls = caddy_ca(root)
         report(request, f"compose stack up in {time.monotonic() - started:.0f} s")
         yield setup
@@ -497,6 +502,47 @@ def test_the_center_keeps_its_state_in_postgresql(stack: Stack, token: str) -> N
     assert counted.stdout.strip() == "1"
 
 
+def add_members(stack: Stack, prefix: str, count: int) -> list[int]:
+    """`count` members made at once through the proxy; the statuses."""
+    body = {"vaults": ["team"], "role": "reader"}
+    with stack.operator() as http, ThreadPoolExecutor(8) as pool:
+        url = f"{public('center')}/v1/members"
+        made = pool.map(
+            lambda i: http.post(url, json={**body, "id": f"{prefix}-{i}"}).status_code,
+            range(count),
+        )
+        return list(made)
+
+
+def test_either_center_replica_stopped_loses_no_request_and_the_audit_stays_one_chain(
+    stack: Stack, token: str
+) -> None:
+    """Members made at once through Caddy, with both replicas up, then with each stopped in
+    turn (Caddy's health check and retry send everything to the other): every request is
+    answered 201, and the audit exported afterwards is one verified chain without a gap."""
+    statuses = {"both": add_members(stack, "both", 24)}
+    for stopped in ("center-2", "center"):
+        podman("stop", container(stopped), timeout=120)
+        try:
+            statuses[stopped] = add_members(stack, f"no-{stopped}", 8)
+        finally:
+            podman("start", container(stopped), timeout=120)
+            wait_healthy(container(stopped))
+    failed = {phase: s for phase, s in statuses.items() if set(s) != {201}}
+    assert not failed, f"{failed}\n{tails('caddy', 'center', 'center-2')}"
+    with stack.operator() as http:
+        lines = http.get(f"{public('center')}/v1/audit").text.splitlines()
+    verifier = ChainVerifier()
+    assert all(verifier.feed(line) for line in lines)
+    verdict = verifier.finish()
+    assert verdict.ok, verdict.problem
+    records = [json.loads(line) for line in lines]
+    assert [record["seq"] for record in records] == list(range(1, len(records) + 1))
+    added = {r["subject"] for r in records if r["action"] == "member.add"}
+    made = {f"{phase}-{i}" for phase, n in (("both", 24), ("no-center-2", 8)) for i in range(n)}
+    assert made | {f"no-center-{i}" for i in range(8)} <= added
+
+
 def test_prometheus_scrapes_both_nodes(stack: Stack) -> None:
     end = time.monotonic() + DEADLINE
     while True:
@@ -569,6 +615,48 @@ async def test_reads_go_on_while_the_center_is_stopped(stack: Stack, token: str)
         except Exception as exc:  # any failure: say what the proxy and the node saw
             pytest.fail(f"node-b with the center stopped: {exc!r}\n{tails('caddy', 'node-b')}")
         assert "on B" in read["content"]
+    finally:
+        podman("start", container("center"), timeout=120)
+        wait_healthy(container("center"))
+        wait_proxied(stack, "center")
+
+
+LEASE_TTL = 10
+"""The center's default lease: a node that renews at no center stops writing within it."""
+
+
+def wait_replicated(stack: Stack, vault: str) -> None:
+    """Until `vault` has a replica in sync, so its writes need a renewed lease."""
+    end = time.monotonic() + DEADLINE
+    with stack.operator() as http:
+        while True:
+            listed = http.get(f"{public('center')}/v1/vaults").json()["vaults"]
+            found = next((v for v in listed if v["name"] == vault), {})
+            if found.get("replicas"):
+                return
+            if time.monotonic() > end:
+                pytest.fail(f"{vault} never got a replica: {found}")
+            time.sleep(1)
+
+
+@pytest.mark.asyncio
+async def test_writes_go_on_past_a_lease_while_one_center_is_stopped(
+    stack: Stack, token: str
+) -> None:
+    """The nodes reach the centers by a name both answer to (`centers`): with `center`
+    stopped for longer than a lease, node-a renews at center-2 and the replicated vault
+    `team` still takes writes, where a node bound to one center would answer
+    failing_over."""
+    wait_replicated(stack, "team")
+    podman("stop", container("center"), timeout=120)
+    try:
+        time.sleep(LEASE_TTL + 2)
+        async with mcp_session(f"{public('node-a')}/mcp", token, stack.tls) as session:
+            made = await session.call_tool(
+                "note_create",
+                {"vault": "team", "path": "wiki/past-the-lease", "content": "still writing\n"},
+            )
+        assert not made.is_error, f"{made.content}\n{tails('node-a')}"
     finally:
         podman("start", container("center"), timeout=120)
         wait_healthy(container("center"))

@@ -155,6 +155,8 @@ def test_caddy_accepts_the_caddyfile_and_routes_each_host(tmp_path: Path) -> Non
     ):
         assert host in adapted.stdout
         assert upstream in adapted.stdout
+    assert "brain.example.com" in adapted.stdout  # the one address, spread over both nodes
+    assert '"selection_policy":{"policy":"random"}' in adapted.stdout
 
 
 @pytest.mark.parametrize("unit", ["secondbrain-center.service", "secondbrain-node@.service"])

@@ -84,6 +84,9 @@ class Cluster:
                 f"{prefix}ISSUER": self.center_url,
                 f"{prefix}HOST": "127.0.0.1",
                 f"{prefix}PORT": str(self.center_port),
+                # Two nodes each with a vault `team` of its own, as before replication:
+                # these tests follow tokens, not copies (replication has tests of its own).
+                f"{prefix}REPLICATION_FACTOR": "1",
             }
         )
 

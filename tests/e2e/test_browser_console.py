@@ -296,3 +296,38 @@ async def test_with_scripting_off_and_the_keyboard_alone_the_forms_work(
     await context.close()
     for secret in (minted, PASSWORD, stack.center.admin_token):
         assert secret not in stack.logs()
+
+
+async def test_a_member_with_only_a_password_claims_its_grant_in_a_browser(
+    stack: Stack, browser: Browser
+) -> None:
+    """Asked and claimed in the console, by a member that never saw a credential: the token
+    it copies from the page works on the node."""
+    context, member = await open_page(browser, stack)
+    page = member.page
+    await page.goto(f"{stack.issuer}/console/sign-in")
+    await page.fill("#username", MEMBER)
+    await page.fill("#password", PASSWORD)
+    await page.get_by_role("button", name="Sign in", exact=True).click()
+    await page.wait_for_url(f"{stack.issuer}/console/requests")
+    await page.select_option("#ask-scope", "read")
+    await page.fill("#ask-reason", "claimed in the browser")
+    await page.get_by_role("button", name="Ask", exact=True).click()
+    await page.wait_for_selector(".notice")
+    operator = {"Authorization": f"Bearer {stack.center.admin_token}"}
+    listed = httpx.get(f"{stack.issuer}/v1/requests", headers=operator, timeout=30).json()
+    asked = next(r for r in listed["requests"] if r["reason"] == "claimed in the browser")
+    approved = httpx.post(
+        f"{stack.issuer}/v1/requests/{asked['id']}/approve", headers=operator, timeout=30
+    )
+    assert approved.status_code == 200, approved.text
+    await page.goto(f"{stack.issuer}/console/requests")
+    await page.click(f'form[action="/console/requests/{asked["id"]}/claim"] button')
+    await page.wait_for_selector("#token")
+    token = await page.input_value("#token")
+    assert stack.mcp_url in await page.inner_text("main")
+    await member.shoot("request-claimed")
+    assert node_answer(stack, token) == 200
+    assert member.violations == []
+    await context.close()
+    assert token not in stack.logs()

@@ -28,7 +28,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import httpx
 import pytest
 import pytest_asyncio
-from playwright.async_api import ConsoleMessage, Page, Route, async_playwright
+from playwright.async_api import ConsoleMessage, Page, Route, async_playwright, expect
 
 from center.oauth.testing import PASSWORD, Pkce, authorize_params, exchange, pkce, register
 
@@ -179,7 +179,8 @@ async def sign_in(page: Page) -> None:
         await page.click("button[type=submit]")
     answer = await posted.value
     assert answer.status == 200
-    assert await page.title() == "Allow access · secondbrain"
+    # The answer is in before the browser has shown it: wait for the page, not the wire.
+    await expect(page).to_have_title("Allow access · secondbrain")
 
 
 async def submit_and_follow(page: Page, callback: Callback, decision: str = "allow") -> None:

@@ -1,5 +1,5 @@
-"""A crash at any instant (DESIGN §7): SIGKILL the node in the middle of a burst of writes,
-start it again, and every note is old or new, never torn, every change on disk is in git
+"""A crash at any instant (docs/design.md#operations): SIGKILL the node in the middle of a burst
+of writes, start it again, and every note is old or new, never torn, every change on disk is in git
 history (what the crash kept out is committed at start), and the repository is sound."""
 
 from __future__ import annotations

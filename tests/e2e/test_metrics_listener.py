@@ -1,4 +1,5 @@
-"""Metrics on their own listener (spec §16.6): served there, absent from the main one."""
+"""Metrics on their own listener (docs/design.md#metrics-listener): served there, absent from the
+main one."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Graceful shutdown (DESIGN §4.3): SIGTERM lets the calls in flight finish, then exits.
+"""Graceful shutdown (docs/design.md#operations): SIGTERM lets the calls in flight finish, then
+exits.
 
 A batch of note writes is in flight when the node gets SIGTERM; the batch still gets its
 whole answer, every note it wrote is on disk and committed, the process exits, and the

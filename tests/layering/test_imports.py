@@ -23,6 +23,9 @@ SOURCES = {
 }
 LIBRARIES = ("tickets", "vault_core")
 SERVICES = ("vault_node", "center")
+FACED = ("vault_core",)
+"""Libraries whose services take names only from a face: the package's `__init__` or a
+group's, each naming what it offers in `__all__` (docs/vault-core.md#modules)."""
 
 
 def modules(sources: Mapping[str, Path] = SOURCES) -> dict[str, Path]:
@@ -220,3 +223,74 @@ def test_services_do_not_import_each_other() -> None:
         and target.split(".")[0] != name.split(".")[0]
     )
     assert crossing == []
+
+
+def exported(sources: Mapping[str, Path] = SOURCES) -> dict[str, set[str]]:
+    """Each face of the FACED libraries (a package `__init__`) with the names in its `__all__`."""
+    faces: dict[str, set[str]] = {}
+    for name, path in modules(sources).items():
+        if name.split(".")[0] not in FACED or path.name != "__init__.py":
+            continue
+        faces[name] = set()
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            target = (
+                node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+            )
+            if isinstance(target, ast.Name) and target.id == "__all__" and node.value is not None:
+                faces[name] = {
+                    item.value for item in ast.walk(node.value) if isinstance(item, ast.Constant)
+                }
+    return faces
+
+
+def reaches_past_a_face(path: Path, faces: dict[str, set[str]]) -> list[str]:
+    """Each import in `path`, wherever it stands, of a FACED library's module that is no
+    face, or of a name its face does not export (a group face counts as a name)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [
+                f"line {node.lineno}: import {alias.name}"
+                for alias in node.names
+                if alias.name.split(".")[0] in FACED and alias.name not in faces
+            ]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in FACED:
+            module = node.module or ""
+            found += [
+                f"line {node.lineno}: from {module} import {alias.name}"
+                for alias in node.names
+                if alias.name not in faces.get(module, set())
+                and f"{module}.{alias.name}" not in faces
+            ]
+    return found
+
+
+def test_services_take_from_vault_core_only_what_its_faces_export() -> None:
+    faces = exported()
+    assert {"vault_core", "vault_core.index", "vault_core.search"} <= set(faces)
+    reaching = sorted(
+        f"{name} {line}"
+        for name, path in modules().items()
+        if name.split(".")[0] in SERVICES
+        for line in reaches_past_a_face(path, faces)
+    )
+    assert reaching == []
+
+
+def test_a_private_module_or_an_unexported_name_is_found(tmp_path: Path) -> None:
+    faces = {"vault_core": {"Index"}, "vault_core.search": {"answers"}}
+    module = tmp_path / "m.py"
+    module.write_text(
+        "from vault_core import Index, search\n"
+        "from vault_core.search import answers\n"
+        "from vault_core.search.fts import Filters\n"
+        "from vault_core import secret\n"
+        "def later() -> None:\n"
+        "    import vault_core.index.store\n",
+        encoding="utf-8",
+    )
+    assert reaches_past_a_face(module, faces) == [
+        "line 3: from vault_core.search.fts import Filters",
+        "line 4: from vault_core import secret",
+        "line 6: import vault_core.index.store",
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 import pytest
@@ -204,3 +205,26 @@ def test_inside_is_by_segments() -> None:
     assert inside("a/b", "a")
     assert inside("a", "a")
     assert not inside("ab", "a")
+
+
+def test_paths_match_rules_in_nfc_whatever_normal_form_they_are_stored_in() -> None:
+    decomposed = unicodedata.normalize("NFD", "café/menu.md")
+    assert decomposed != "café/menu.md"
+    reach = Reach.of([unicodedata.normalize("NFD", "café")], None, ["café/old"])
+    assert reach.read == ("café",)  # rules are kept in NFC
+    assert reach.reads(decomposed)
+    assert reach.writes(decomposed)
+    assert not reach.reads(unicodedata.normalize("NFD", "café/old/x.md"))
+    assert not Reach.of(["public"], None, ["public/café"]).reads(f"public/{decomposed}")
+
+
+def test_exclusions_match_in_every_case_read_and_write_folders_only_in_their_own() -> None:
+    reach = Reach.of(["public"], ["public/drafts"], ["public/secret", "public/Straße"])
+    for hidden in ("public/Secret/a.md", "public/SECRET", "public/sEcReT/x/y.md",
+                   "public/STRASSE/a.md", "public/strasse/a.md"):  # fmt: skip
+        assert not reach.reads(hidden), hidden
+        assert not reach.writes(hidden), hidden
+    assert reach.reads("public/secretive/a.md")
+    assert not reach.reads("PUBLIC/a.md")
+    assert not reach.writes("public/Drafts/a.md")
+    assert reach.writes("public/drafts/a.md")

@@ -184,12 +184,6 @@ def test_a_different_hash_at_the_same_checkpoint_seq_is_flagged(key: SigningKey)
     assert state.checkpoint_alarm == forked
 
 
-def test_pruning_drops_ids_whose_tokens_have_expired() -> None:
-    snapshot = t.snapshot(grants={"old": NOW - 61, "live": NOW - 60}, tokens={"t": NOW - 100})
-    pruned = snapshot.pruned(NOW)
-    assert (dict(pruned.grants), dict(pruned.tokens)) == ({"live": NOW - 60}, {})
-
-
 def test_snapshot_payload_names_its_members() -> None:
     payload = t.snapshot(4, min_gen={"bob": 2}).to_payload()
     assert set(payload) == {

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
+from typing import Any, get_args
 
 import pytest
 from hypothesis import given, settings
@@ -21,7 +22,8 @@ from tickets import (
 )
 from tickets import testing as t
 from tickets.claims import DAY, HOUR
-from tickets.verify import SIGNATURE_CACHE
+from tickets.scopes import ToolKind, expand, role_cap
+from tickets.verify import SIGNATURE_CACHE, Ticket
 
 NOW = t.NOW
 
@@ -69,6 +71,16 @@ def test_grant_token_issued_and_signed_by_the_center_verifies(
 def test_permissions_beyond_the_role_cap_are_dropped(verifier: Verifier) -> None:
     ticket = verifier.verify(t.mint(scope="read write delete manage", role="reader"))
     assert ticket.permissions == {"read"}
+
+
+@given(
+    scope=st.sampled_from(["read", "write", "read_write", "read_write_delete", "allow_all"]),
+    role=st.sampled_from(["reader", "editor", "admin", "owner"]),
+)
+def test_a_role_caps_whatever_the_token_asks(scope: str, role: str) -> None:
+    ticket = t.verifier().verify(t.mint(scope=" ".join(sorted(expand(scope))), role=role))
+    assert ticket.permissions == expand(scope) & role_cap(role)
+    assert ticket.allows("read") == ("read" in role_cap(role) and "read" in expand(scope))
 
 
 def test_oversized_token_is_refused_before_anything_else(verifier: Verifier) -> None:
@@ -458,3 +470,48 @@ def test_needs_no_fetch_only_for_a_known_key_or_a_hopeless_header(
     assert verifier.needs_no_fetch(t.mint(key))
     assert not verifier.needs_no_fetch(t.mint(other_key))
     assert verifier.needs_no_fetch("not.a-token")
+
+
+# ---------------------------------------------------------------- may this token do this
+
+
+def holding(verifier: Verifier, held: frozenset[str]) -> Ticket:
+    """A verified owner's ticket, narrowed to `held` as a role cap or staleness narrows it."""
+    return replace(verifier.verify(t.mint(role="owner")), permissions=held, granted=held)
+
+
+def test_vault_create_needs_allow_all_and_nothing_less(verifier: Verifier) -> None:
+    assert holding(verifier, expand("allow_all")).allows("vault_create")
+    with pytest.raises(InsufficientScopeError) as caught:
+        holding(verifier, expand("read_write_delete")).require("vault_create")
+    assert caught.value.missing == {"manage"}
+
+
+def test_write_only_caller_may_only_add_and_never_sees_content(verifier: Verifier) -> None:
+    ticket = holding(verifier, expand("write"))
+    assert ticket.allows("add")
+    assert not ticket.allows("write")
+    assert not ticket.allows("delete")
+    assert not ticket.allows("read")
+    assert not ticket.sees_content
+    assert holding(verifier, expand("read_write")).sees_content
+
+
+def test_an_overwrite_that_displaces_a_note_needs_delete(verifier: Verifier) -> None:
+    with pytest.raises(InsufficientScopeError):
+        holding(verifier, expand("read_write")).require("write", displaces=True)
+    holding(verifier, expand("rwd")).require("write", displaces=True)
+
+
+@given(
+    held=st.frozensets(st.sampled_from(["read", "write", "delete", "manage"])),
+    kind=st.sampled_from(get_args(ToolKind)),
+    displaces=st.booleans(),
+)
+def test_allows_and_require_agree(held: frozenset[str], kind: ToolKind, displaces: bool) -> None:
+    ticket = holding(t.verifier(), held)  # type: ignore[arg-type]
+    if ticket.allows(kind, displaces=displaces):
+        ticket.require(kind, displaces=displaces)
+    else:
+        with pytest.raises(InsufficientScopeError):
+            ticket.require(kind, displaces=displaces)

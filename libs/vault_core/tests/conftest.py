@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from vault_core.index import Index
+from vault_core.index.store import Index
 from vault_core.testing import make_vault
 from vault_core.vault import Vault
 

@@ -10,9 +10,12 @@ from pathlib import Path
 import pytest
 
 from tickets import Reach
-from vault_core import bm25, query, scope, search
-from vault_core.bm25 import Phrase
-from vault_core.index import Index
+from vault_core import scope
+from vault_core.index.store import Index
+from vault_core.search import bm25
+from vault_core.search import fts as search
+from vault_core.search.bm25 import Phrase
+from vault_core.words import terms as query
 
 WORDS = [
     *("launch", "plan", "product", "intervals", "interval", "connection", "connections"),

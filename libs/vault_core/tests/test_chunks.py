@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vault_core import chunks
+from vault_core.search import chunks
 
 
 def test_each_heading_section_is_a_piece_that_names_the_note_and_the_heading() -> None:

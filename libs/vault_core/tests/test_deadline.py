@@ -8,10 +8,12 @@ from collections.abc import Callable
 
 import pytest
 
-from vault_core import deadline, queries, search
+from vault_core import deadline
 from vault_core.deadline import Limit
 from vault_core.errors import DeadlineError
-from vault_core.index import Index
+from vault_core.index.store import Index
+from vault_core.search import answers as queries
+from vault_core.search import fts as search
 
 Build = Callable[..., Index]
 ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"

@@ -1,4 +1,5 @@
-"""The one write path (spec §11): locking, dry run, touch, trash, atomic write, index, commit."""
+"""The one write path (docs/design.md#write-path): locking, dry run, touch, trash, atomic write,
+index, commit."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from vault_core.errors import (
     NoteNotFoundError,
     TooLargeError,
 )
-from vault_core.gitstore import Identity
+from vault_core.git.store import Identity
 from vault_core.library import Library, Settings
 from vault_core.testing import make_vault, snapshot
 from vault_core.text import content_hash
@@ -362,7 +363,7 @@ def test_delete_moves_the_note_to_the_trash_and_commits(tmp_path: Path) -> None:
     assert not (vault.root / "wiki/x.md").exists()
     assert [p.read_text() for p in trash_files(vault)] == ["bye\n"]
     assert index.changed_calls == [["wiki/x.md"]]
-    assert git.commits == [("note_delete: wiki/x.md", ["wiki/x.md"], "bob", None)]
+    assert git.commits == [("delete: wiki/x.md", ["wiki/x.md"], "bob", None)]
 
 
 def test_delete_checks_the_hash_and_a_dry_run_deletes_nothing(tmp_path: Path) -> None:
@@ -471,3 +472,20 @@ def test_a_note_planted_with_a_bomb_still_takes_a_body_edit(tmp_path: Path) -> N
     result = edit.apply(vault, WriteOp("x.md", append("more\n")))
     assert result.changed
     assert (vault.root / "x.md").read_text() == BOMB + "body\nmore\n"
+
+
+def test_what_a_transform_tells_beside_the_text_reaches_the_answer(vault: Vault) -> None:
+    """A transform's extra fields are made under the lock from the text it changed, and come
+    back in the answer whether the write ran, was a dry run or changed nothing."""
+
+    def doubled(current: str, _exists: bool) -> edit.Edited:
+        return edit.Edited(current + "x\n", {"lines_before": current.count("\n")})
+
+    edit.apply(vault, WriteOp("n.md", replace_with("a\nb\n"), skip_touch=True))
+    written = edit.apply(vault, WriteOp("n.md", doubled, skip_touch=True))
+    assert written.response()["lines_before"] == 2
+    assert (vault.root / "n.md").read_text() == "a\nb\nx\n"
+    dry = edit.apply(vault, WriteOp("n.md", doubled, dry_run=True, skip_touch=True))
+    assert (dry.dry_run, dry.response()["lines_before"]) == (True, 3)
+    same = edit.apply(vault, WriteOp("n.md", lambda c, _e: edit.Edited(c, {"n": 0})))
+    assert (same.changed, same.response()["n"]) == (False, 0)

@@ -12,8 +12,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from vault_core import embedding
 from vault_core.errors import InvalidArgumentError
+from vault_core.search import embedding
 
 OFFLINE = """
 import socket
@@ -22,7 +22,7 @@ def refuse(*args, **kwargs):
 socket.socket.connect = refuse
 socket.create_connection = refuse
 socket.getaddrinfo = refuse
-from vault_core import embedding
+from vault_core.search import embedding
 model = embedding.load("bundled")
 vectors = model.embed(["backlinks show which notes link here", "Rückverweise"])
 print(model.name, vectors.shape[1], round(float((vectors ** 2).sum(axis=1)[0]), 3))

@@ -1,4 +1,5 @@
-"""Frontmatter (spec §8.3, §8.4): only at byte 0, terminators, round trip, tags and aliases."""
+"""Frontmatter (docs/design.md#note-format): only at byte 0, terminators, round trip, tags and
+aliases."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import pytest
 from dulwich.objects import Blob
 from dulwich.repo import Repo
 
-from vault_core._gitpack import PackWriter, merge, small_packs
+from vault_core.git._pack import PackWriter, merge, small_packs
 
 
 @pytest.fixture

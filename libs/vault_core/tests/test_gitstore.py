@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 import structlog
 from dulwich import index as dulwich_index
-from dulwich.objects import Commit, Tree
+from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 
-from vault_core import _gitindex, _gitpack, errors, gitstore
+from vault_core import errors
 from vault_core.errors import (
     InvalidPathError,
     NotFoundError,
@@ -27,7 +27,10 @@ from vault_core.errors import (
     UnknownRevisionError,
     VersioningOffError,
 )
-from vault_core.gitstore import GITIGNORE_LINES, GitStore, Identity
+from vault_core.git import _index as _gitindex
+from vault_core.git import _pack as _gitpack
+from vault_core.git import store as gitstore
+from vault_core.git.store import GITIGNORE_LINES, GitStore, Identity
 from vault_core.testing import unprivileged
 
 NODE = Identity("node", "node@example.org")
@@ -780,6 +783,23 @@ def test_locks_a_killed_commit_left_are_cleared_so_commits_work_again(
     with pytest.raises(StorageError):
         store.commit("edit", ["a.md"])  # what every commit after such a kill would get
     assert store.clear_stale_locks() == ["index.lock", "refs/heads/main.lock"]
+    assert store.commit("edit", ["a.md"]) is not None
+    assert git(root, "show", "HEAD:a.md") == "two\n"
+
+
+def test_a_loose_object_lock_a_killed_write_left_is_cleared_so_its_content_commits(
+    root: Path, store: GitStore
+) -> None:
+    committed(store, root, "a.md", "one\n")
+    sha = Blob.from_string(b"two\n").id.decode()
+    lock = root / ".git" / "objects" / sha[:2] / f"{sha[2:]}.lock"
+    lock.parent.mkdir(exist_ok=True)
+    lock.write_text("")  # the node was killed while writing this very object
+    os.utime(lock, (OLD / 1e9, OLD / 1e9))
+    write(root, "a.md", "two\n")
+    with pytest.raises(errors.VaultError):
+        store.commit("edit", ["a.md"])  # every write of that content would fail for good
+    assert store.clear_stale_locks() == [f"objects/{sha[:2]}/{sha[2:]}.lock"]
     assert store.commit("edit", ["a.md"]) is not None
     assert git(root, "show", "HEAD:a.md") == "two\n"
 

@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 
 from tickets import Reach
-from vault_core import deadline, embedding, hybrid, scope, search
+from vault_core import deadline, scope
 from vault_core.errors import InvalidArgumentError
-from vault_core.index import Index
-from vault_core.search import Filters
-from vault_core.testing import make_vault
-from vault_core.vectors import VectorStore
+from vault_core.index.store import Index
+from vault_core.search import embedding, hybrid
+from vault_core.search import fts as search
+from vault_core.search.fts import Filters
+from vault_core.search.vectors import VectorStore
+from vault_core.testing import embedded, make_vault
 
 NOTES: dict[str, str | bytes] = {
     "links/backlinks.md": "---\ntags: [links]\n---\n# Backlinks\n\nThe backlinks pane lists every"
@@ -27,18 +29,8 @@ NOTES: dict[str, str | bytes] = {
 
 @pytest.fixture
 def vault(tmp_path: Path) -> Iterator[tuple[Index, VectorStore]]:
-    make_vault(tmp_path, NOTES)
-    index = Index.open(tmp_path / "test", "test")
-    index.reconcile()
-    model = embedding.shared(embedding.BUNDLED)
-    assert model is not None
-    vectors = VectorStore(index, model).start()
-    end = time.monotonic() + 60
-    while not vectors.ready() and time.monotonic() < end:
-        time.sleep(0.02)
-    yield index, vectors
-    vectors.stop()
-    index.close()
+    with embedded(tmp_path, NOTES) as made:
+        yield made
 
 
 def paths(found: hybrid.Found) -> list[str]:

@@ -1,4 +1,4 @@
-"""Vault layouts (spec §13.1 `vault_create`, §20): folders, templates, instructions, refusals."""
+"""Vault layouts (`vault_create`): folders, templates, instructions, refusals."""
 
 from __future__ import annotations
 

@@ -13,12 +13,16 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from vault_core import deadline, edit, queries, search, testing
+from vault_core import deadline, edit, testing
 from vault_core import library as library_module
 from vault_core.edit import WriteOp
 from vault_core.errors import NotFoundError, VaultExistsError, VersioningOffError
 from vault_core.library import RECOVERED, Library, OpenVault, Settings, VaultOpeningError
+from vault_core.ops import move
+from vault_core.search import answers as queries
+from vault_core.search import fts as search
 from vault_core.vault import Actor
+from vault_core.verbs import Verbs
 
 
 @pytest.fixture
@@ -51,7 +55,7 @@ def test_an_empty_data_dir_gets_a_default_wiki_raw_vault(library: Library) -> No
     opened = library.get("default")
     assert (opened.vault.root / "wiki" / ".gitkeep").is_file()
     assert (opened.vault.root / ".gitignore").read_text().count(".secondbrain/") == 1
-    assert git_log(opened.vault.root, "--format=%s") == "vault_create: default\n"
+    assert git_log(opened.vault.root, "--format=%s") == "create: default\n"
 
 
 def test_existing_vault_folders_are_opened_and_invalid_names_ignored(tmp_path: Path) -> None:
@@ -64,12 +68,9 @@ def test_existing_vault_folders_are_opened_and_invalid_names_ignored(tmp_path: P
         assert lib.names() == ["ops", "team"]
         assert search.search(lib.get("team").index, "hello").total == 1
         team = lib.get("team")
-        assert (
-            git_log(team.vault.root, "--format=%s")
-            == "vault_import: 1 files already in the folder\n"
-        )
+        assert git_log(team.vault.root, "--format=%s") == "import: 1 files already in the folder\n"
         assert [r.message for r in team.history().history("x.md")] == [
-            "vault_import: 1 files already in the folder"
+            "import: 1 files already in the folder"
         ]
         assert not (data / "ops" / ".git" / "refs" / "heads" / "main").exists()
     finally:
@@ -123,7 +124,7 @@ def test_a_write_a_crash_kept_out_of_history_is_committed_when_the_vault_opens(
     again.close()
     log = git_log(root, "--format=%an|%cn|%s").splitlines()
     assert len(log) == len(before) + 1
-    assert log[0] == f"secondbrain|secondbrain|{RECOVERED}"
+    assert log[0] == f"secondbrain|secondbrain|recover: {RECOVERED}"
     assert uncommitted(root) == []
     Library(data, Settings(watch=False)).open_all().close()  # nothing new: no second commit
     assert len(git_log(root, "--format=%H").split()) == len(before) + 1
@@ -184,7 +185,7 @@ def test_restore_writes_an_old_revision_back_through_the_write_path(library: Lib
     assert result.response()["restored_from"] == old.commit
     assert search.search(opened.index, "first").total == 1
     log = git_log(vault.root, "-1", "--format=%an|%s")
-    assert log == f"carol|note_restore: n.md to {old.commit}\n"
+    assert log == f"carol|restore: n.md to {old.commit}\n"
     trash = list((vault.root / ".secondbrain" / "trash").iterdir())
     assert any("second" in p.read_text() for p in trash)
 
@@ -200,6 +201,20 @@ def test_a_vault_folder_made_after_start_opens_on_first_use(
     assert library.get("later") is opened
     with pytest.raises(NotFoundError):
         library.get("Not-Valid")
+
+
+def test_open_new_begins_opening_the_vault_folders_added_since(library: Library) -> None:
+    """What the node's scan calls: new folders are listed at once and open in the
+    background; a name that is no vault name, a symbolic link and a held vault are not."""
+    (library.data_dir / "later").mkdir()
+    (library.data_dir / "later" / "x.md").write_text("# Later\nfound\n")
+    (library.data_dir / "Not Valid").mkdir()
+    (library.data_dir / "linked").symlink_to(library.data_dir / "later")
+    assert library.open_new() == ["later"]
+    assert library.names() == ["default", "later"]
+    assert library.open_new() == []
+    assert library.settle(3600.0) == []
+    assert search.search(library.get("later").index, "found").total == 1
 
 
 def test_fresh_without_a_watcher_reconciles_at_most_once_in_a_burst(library: Library) -> None:
@@ -358,3 +373,26 @@ def test_settle_raises_the_error_of_a_vault_that_failed_to_open(
         assert lib.ready("bad") is None
     finally:
         lib.close()
+
+
+def test_every_commit_vault_core_makes_begins_with_the_verb_it_was_given(tmp_path: Path) -> None:
+    verbs = Verbs(create="made", delete="gone", move="went", attach="filed")
+    lib = Library(tmp_path / "data", Settings(watch=False, verbs=verbs)).open_all()
+    try:
+        opened = lib.get("default")
+        vault = opened.vault
+        assert vault.verbs is verbs
+        edit.apply(vault, WriteOp("a.md", lambda _c, _e: "# A\n", commit_as="wrote"))
+        move.move_note(vault, opened.index, "a.md", "b.md")
+        edit.put_attachment(vault, "p.png", b"\x89PNG....")
+        edit.delete(vault, "b.md")
+        subjects = git_log(vault.root, "--format=%s").splitlines()
+    finally:
+        lib.close()
+    assert subjects == [
+        "gone: b.md",
+        "filed: p.png",
+        "went: a.md -> b.md",
+        "wrote: a.md",
+        "made: default",
+    ]

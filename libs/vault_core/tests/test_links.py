@@ -1,4 +1,4 @@
-"""Link resolution (spec §10.4, DESIGN §3): every step, ambiguity, and incremental updates.
+"""Link resolution (docs/design.md#link-resolution): every step, ambiguity, and incremental updates.
 
 Whatever sequence of single-file updates the index sees, its links table must be
 exactly what a full resolution over the same files gives.
@@ -22,9 +22,11 @@ import yaml
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from vault_core import index as index_module
-from vault_core import links, linkstore, queries, snapshot
-from vault_core.index import Index
+from vault_core import links
+from vault_core.index import linkstore, snapshot
+from vault_core.index import store as index_module
+from vault_core.index.store import Index
+from vault_core.search import answers as queries
 from vault_core.testing import corpus_dir
 
 Build = Callable[[dict[str, str | bytes]], Index]

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from vault_core import merge, move, replace, retag, split
 from vault_core.errors import InvalidArgumentError, NotFoundError, TooManyNotesError
 from vault_core.library import Library, OpenVault, Settings
+from vault_core.ops import merge, move, replace, retag, split
 from vault_core.vault import Actor
 
 LATIN1 = "caf\xe9\n".encode("latin-1")  # not UTF-8: no note can be read from it
@@ -59,7 +59,7 @@ def test_a_move_lists_a_linking_note_it_could_not_read(opened: OpenVault) -> Non
     assert "UTF-8" in skipped.reason
     assert (opened.vault.root / "a.md").read_text() == "# A\n\nSee [[wiki/b]] and #old/sub.\n"
     assert (opened.vault.root / "c.md").read_bytes() == LATIN1
-    assert last_commit(opened) == "note_move: b.md -> wiki/b.md"
+    assert last_commit(opened) == "move: b.md -> wiki/b.md"
 
 
 def test_a_dry_run_move_lists_the_same_skip_and_moves_nothing(opened: OpenVault) -> None:
@@ -76,7 +76,7 @@ def test_a_merge_reports_the_linking_note_it_left_alone(opened: OpenVault) -> No
     assert [skip.path for skip in merged.skipped] == ["c.md"]
     assert not (opened.vault.root / "b.md").exists()
     assert "Body of b." in (opened.vault.root / "a.md").read_text()
-    assert last_commit(opened) == "note_merge: b.md -> a.md"
+    assert last_commit(opened) == "merge: b.md -> a.md"
 
 
 def test_a_merge_of_a_note_into_itself_is_refused(opened: OpenVault) -> None:
@@ -109,7 +109,7 @@ def test_a_tag_rename_lists_a_note_it_could_not_change(opened: OpenVault) -> Non
     assert [(skip.path, skip.code) for skip in done.skipped] == [("b.md", "invalid_argument")]
     assert "#new/sub" in (opened.vault.root / "a.md").read_text()
     assert "tags:\n- new\n" in (opened.vault.root / "c.md").read_text()
-    assert last_commit(opened) == "tag_rename: #old -> #new"
+    assert last_commit(opened) == "retag: #old -> #new"
 
 
 def test_a_tag_rename_leaves_a_heading_link_named_like_the_tag(opened: OpenVault) -> None:
@@ -129,7 +129,7 @@ def test_a_replace_counts_the_notes_it_could_not_read(opened: OpenVault) -> None
     assert [(skip.path, skip.code) for skip in done.skipped] == [("b.md", "invalid_argument")]
     assert sorted(change.path for change in done.changes) == ["a.md", "c.md", "long.md", "two.md"]
     assert all(change.content_hash for change in done.changes)
-    assert last_commit(opened) == "vault_replace: 4 notes"
+    assert last_commit(opened) == "replace: 4 notes"
 
 
 def test_a_replace_over_its_limit_writes_nothing(opened: OpenVault) -> None:

@@ -1,4 +1,4 @@
-"""Structure of a note body (spec §8.3, DESIGN.md §3): headings, links, tags, tasks, code."""
+"""Structure of a note body (docs/design.md#note-format): headings, links, tags, tasks, code."""
 
 from __future__ import annotations
 

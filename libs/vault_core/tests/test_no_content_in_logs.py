@@ -8,9 +8,10 @@ from pathlib import Path
 
 from structlog.testing import capture_logs
 
-from vault_core import edit, search
+from vault_core import edit
 from vault_core.edit import WriteOp
 from vault_core.library import Library, Settings
+from vault_core.search import fts as search
 
 SECRET = "zebra-secret-7f3a"
 

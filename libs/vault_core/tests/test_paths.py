@@ -1,4 +1,5 @@
-"""Path resolution (spec §9): the eight steps, the dot-segment invariant, symlinks, walk."""
+"""Path resolution (docs/design.md#path-resolution): the eight steps, the dot-segment invariant,
+symlinks, walk."""
 
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ HOSTILE = [
     ("wiki/\udc80.md", "not valid Unicode"),
     ("\ud83d.md", "not valid Unicode"),
     ("x" * 2000, "longer than"),
+    ("wiki/" + "x" * 256 + ".md", "name is longer than 255 bytes"),
+    ("é" * 128 + "/a.md", "name is longer than 255 bytes"),  # 256 bytes in 128 characters
 ]
 
 
@@ -81,6 +84,12 @@ def test_a_good_path_resolves_vault_relative_with_slashes(
 )
 def test_resolve_note_completes_a_missing_md_extension(tmp_path: Path, raw: str, rel: str) -> None:
     assert paths.resolve_note(tmp_path, raw).rel == rel
+
+
+def test_a_note_name_too_long_once_md_is_added_is_refused(tmp_path: Path) -> None:
+    assert paths.resolve_note(tmp_path, "x" * 252).rel == "x" * 252 + ".md"
+    with pytest.raises(InvalidPathError, match="longer than 255 bytes"):
+        paths.resolve_note(tmp_path, "x" * 253)
 
 
 def test_a_symlinked_directory_pointing_outside_is_refused(tmp_path: Path) -> None:
@@ -146,8 +155,9 @@ def test_a_vault_inside_a_dot_folder_of_the_host_still_resolves(tmp_path: Path) 
     (root / "wiki" / "a.md").write_text("x")
     (root / "alias.md").symlink_to("wiki/a.md")
     assert paths.resolve(root, "alias.md").rel == "alias.md"
+    assert paths.resolve(root, "alias.md").leads == "wiki/a.md"
     assert paths.resolve(root, "wiki/new.md").rel == "wiki/new.md"
-    assert sorted(e.rel for e in paths.walk(root)) == ["alias.md", "wiki/a.md"]
+    assert sorted(e.rel for e in paths.walk(root)) == ["wiki/a.md"]
 
 
 def test_a_symlink_loop_is_refused(tmp_path: Path) -> None:
@@ -195,7 +205,7 @@ def test_walk_does_not_follow_symlinks_out_of_the_vault(tmp_path: Path) -> None:
     (vault / "file-link.md").symlink_to(outside / "secret.md")
     (vault / "inside.md").write_text("x")
     (vault / "inside-link.md").symlink_to(vault / "inside.md")
-    assert sorted(e.rel for e in paths.walk(vault)) == ["inside-link.md", "inside.md"]
+    assert sorted(e.rel for e in paths.walk(vault)) == ["inside.md"]
 
 
 def test_walk_passes_over_hostile_files_and_reports_each_with_its_reason(tmp_path: Path) -> None:
@@ -209,7 +219,7 @@ def test_walk_passes_over_hostile_files_and_reports_each_with_its_reason(tmp_pat
     (tmp_path / "folder.md" / "inside.md").write_text("x")
     found: list[Skipped] = []
     entries = sorted(e.rel for e in paths.walk(tmp_path, skipped=found.append))
-    assert entries == ["folder.md/inside.md", "wiki/alias.md", "wiki/fine.md", "wiki/latin1.md"]
+    assert entries == ["folder.md/inside.md", "wiki/fine.md", "wiki/latin1.md"]
     assert {item.path: item.reason for item in found} == expected
     assert all(str(tmp_path) not in item.path for item in found)
     assert [e.rel for e in paths.walk(tmp_path, "wiki")] == entries[1:]
@@ -237,12 +247,12 @@ def test_walkable_holds_exactly_for_what_walk_would_yield(tmp_path: Path) -> Non
     (tmp_path / "wiki" / "alias.md").symlink_to("fine.md")
     (tmp_path / "wiki" / "up").symlink_to("..")
     walked = {e.rel for e in paths.walk(tmp_path)}
-    assert walked == {"wiki/alias.md", "wiki/fine.md", "wiki/latin1.md"}
+    assert walked == {"wiki/fine.md", "wiki/latin1.md"}
     for rel in walked | {"wiki/gone.md", "new-folder/new.md"}:
         assert paths.walkable(tmp_path, rel), rel
     for rel in ["links/git/config", "links/git-config.md", "links/state/instructions.md",
-                "wiki/up/wiki/fine.md", "loops/a.md", "loops/here/a.md", ".git/config",
-                "wiki/bad-\udc80.md", "bad-\udcff-folder/inside.md"]:  # fmt: skip
+                "wiki/up/wiki/fine.md", "wiki/alias.md", "loops/a.md", "loops/here/a.md",
+                ".git/config", "wiki/bad-\udc80.md", "bad-\udcff-folder/inside.md"]:  # fmt: skip
         assert not paths.walkable(tmp_path, rel), rel
 
 

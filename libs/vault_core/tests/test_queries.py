@@ -1,4 +1,4 @@
-"""Answers from the index (spec §10.6, §13.1, §13.2, §13.5-§13.7): exact values on tiny vaults."""
+"""Answers from the index (docs/design.md#related-notes): exact values on tiny vaults."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ from collections.abc import Callable
 
 import pytest
 
-from vault_core import queries
-from vault_core.index import Index
-from vault_core.queries import Related
-from vault_core.search import modified
+from tickets import Reach
+from vault_core import scope
+from vault_core.index.store import Index
+from vault_core.search import answers as queries
+from vault_core.search.answers import Related
+from vault_core.search.fts import modified
 
 Build = Callable[..., Index]
 SECOND = 1_000_000_000
@@ -393,3 +395,46 @@ def test_attachments_under_a_prefix_with_their_reference_counts(build: Build) ->
     assert [a["path"] for a in queries.attachments(index, prefix="/elsewhere/")] == [
         "elsewhere/c.png"
     ]
+
+
+# ---------------------------------------------------------------------- listings
+
+LISTED: dict[str, str | bytes] = {
+    "a.md": "# Alpha\n",
+    "b/c.md": "no heading\n",
+    "b/d.png": b"\x89PNG....",
+    "bz.md": "# Bz\n",
+    "secret/s.md": "# S\n",
+}
+
+
+def test_entries_after_page_through_notes_and_attachments_by_path(build: Build) -> None:
+    index = build(LISTED)
+    first = queries.entries_after(index, "", 2)
+    assert first == [
+        queries.Entry("a.md", "Alpha", len(b"# Alpha\n"), is_note=True),
+        queries.Entry("b/c.md", "c", len(b"no heading\n"), is_note=True),
+    ]
+    rest = queries.entries_after(index, first[-1].path, 10)
+    assert [(e.path, e.is_note) for e in rest] == [
+        ("b/d.png", False),
+        ("bz.md", True),
+        ("secret/s.md", True),
+    ]
+    assert queries.entries_after(index, rest[-1].path, 10) == []
+
+
+def test_paths_starting_a_prefix_stop_at_the_limit_and_after_the_prefix(build: Build) -> None:
+    index = build(LISTED)
+    assert queries.paths_starting(index, "b", 10) == ["b/c.md", "b/d.png", "bz.md"]
+    assert queries.paths_starting(index, "b/", 1) == ["b/c.md"]
+    assert queries.paths_starting(index, "", 10) == sorted(LISTED)
+    assert queries.paths_starting(index, "%_", 10) == []
+
+
+def test_listings_under_path_rules_hold_only_the_visible_files(build: Build) -> None:
+    index = build(LISTED)
+    with scope.applied(Reach.of(["b", "secret"], None, ["secret/s.md"])):
+        assert [e.path for e in queries.entries_after(index, "", 10)] == ["b/c.md", "b/d.png"]
+        assert queries.paths_starting(index, "b", 10) == ["b/c.md", "b/d.png"]
+        assert queries.paths_starting(index, "sec", 10) == []

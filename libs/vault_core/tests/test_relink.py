@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from vault_core import relink as links
+from vault_core.ops import relink as links
 
 
 def rewrite(text: str, old: str, new: str) -> tuple[str, int]:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from vault_core import index as index_module
-from vault_core.index import Index
+from vault_core.index import store as index_module
+from vault_core.index.store import Index
 
 TABLES = {
     "notes": "path, title, mtime, size, hash, created, updated, is_note, words",

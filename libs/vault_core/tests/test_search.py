@@ -1,17 +1,20 @@
-"""Full-text search (spec §10.5, §13.1 `note_search`): query translation, BM25, filters, hits."""
+"""Full-text search (docs/design.md#search): query translation, BM25, filters, hits."""
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Callable
 
 import pytest
 
 from tickets import Reach
-from vault_core import scope, search, snippet
+from vault_core import scope
 from vault_core.errors import InvalidArgumentError
-from vault_core.index import Index
-from vault_core.search import Filters
+from vault_core.index.store import Index
+from vault_core.search import fts as search
+from vault_core.search.fts import Filters
+from vault_core.words import snippet
 
 Build = Callable[..., Index]
 SECOND = 1_000_000_000
@@ -284,6 +287,26 @@ def test_modified_after_keeps_notes_modified_at_or_after_the_moment(build: Build
     )
     found = search.search(index, "word", Filters(modified_after_ns=T0 + 10 * SECOND))
     assert sorted(paths_of(found)) == ["edge.md", "new.md"]
+
+
+def test_modified_after_goes_by_a_notes_own_updated_date_before_its_files(
+    build: Build,
+) -> None:
+    """A vault checked out anew has every file changed now: its notes' dates still tell."""
+    index = build(
+        {
+            "stale.md": "---\nupdated: 1970-01-01\n---\nword\n",
+            "fresh.md": "---\nupdated: 2026-03-10T08:00:00Z\n---\nword\n",
+            "undated.md": "---\nupdated: soon\n---\nword\n",
+            "plain.md": "word\n",
+        },
+        mtimes={"stale.md": 11, "fresh.md": 9, "undated.md": 11, "plain.md": 9},
+    )
+    since = Filters(modified_after_ns=T0 + 10 * SECOND)
+    assert sorted(paths_of(search.search(index, "word", since))) == ["fresh.md", "undated.md"]
+    day = int(dt.datetime(2026, 3, 10, 23, tzinfo=dt.UTC).timestamp() * 1e9)
+    assert "fresh.md" in paths_of(search.search(index, "word", Filters(modified_after_ns=day)))
+    assert paths_of(search.search(index, "word", Filters(modified_after_ns=day + 10**14))) == []
 
 
 def test_query_and_filters_combine(build: Build) -> None:

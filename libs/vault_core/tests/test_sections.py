@@ -1,4 +1,5 @@
-"""Section edits (spec §12): extents, the three lookup passes, the eight modes, string edits."""
+"""Section edits (docs/design.md#section-edits): extents, the three lookup passes, the eight
+modes, string edits."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def edit(body: str, mode: str, heading: str | None = None, content: str | None =
     return sections.section_edit(body, mode, heading=heading, content=content)
 
 
-# ---------------------------------------------------------------- extents (§12.1)
+# ------------------------------------------------ extents (docs/design.md#section-extent)
 
 
 def test_headings_lists_every_section_with_its_extent() -> None:
@@ -82,7 +83,7 @@ def test_an_empty_body_has_no_headings() -> None:
     assert sections.headings("") == []
 
 
-# ---------------------------------------------------------------- the eight modes (§12.3)
+# ------------------------------------------------ the eight modes (docs/design.md#section-modes)
 
 EXPECTED = {
     "append_to_section": """# Project Atlas
@@ -255,7 +256,7 @@ def test_crlf_content_given_to_an_edit_is_normalised() -> None:
     assert edit(body, "append_to_note", None, "x\r\ny") == "## A\none\n## B\n\nx\ny\n"
 
 
-# ---------------------------------------------------------------- lookup (§12.2)
+# ------------------------------------------------ lookup (docs/design.md#heading-lookup)
 
 LOOKUP = "## Open questions archive\n## Open questions\n## open\n## Open\n"
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from vault_core import paths, rows, snapshot
-from vault_core.index import Index
+from vault_core import paths
+from vault_core.index import rows, snapshot
+from vault_core.index.store import Index
 
 
 @pytest.fixture

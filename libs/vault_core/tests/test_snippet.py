@@ -6,9 +6,9 @@ import sqlite3
 
 import pytest
 
-from vault_core import snippet
-from vault_core.schema import SCHEMA
-from vault_core.snippet import WINDOW, Term
+from vault_core.index.schema import SCHEMA
+from vault_core.words import snippet
+from vault_core.words.snippet import WINDOW, Term
 
 
 def fts5_snippet(query: str, body: str) -> str:

@@ -1,4 +1,4 @@
-"""Templates, slugs and capture paths (spec §13.3, §13.4)."""
+"""Templates, slugs and capture paths (docs/design.md#tools)."""
 
 from __future__ import annotations
 

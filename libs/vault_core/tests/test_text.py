@@ -1,4 +1,4 @@
-"""Bytes ↔ text: UTF-8 only, BOM and CRLF kept, the content hash of spec §8.5."""
+"""Bytes ↔ text: UTF-8 only, BOM and CRLF kept, the content hash (docs/design.md#content-hash)."""
 
 from __future__ import annotations
 

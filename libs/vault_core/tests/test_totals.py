@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vault_core import index as index_module
-from vault_core import queries
-from vault_core.index import Index
+from vault_core.index import store as index_module
+from vault_core.index.store import Index
+from vault_core.search import answers as queries
 
 NAMES = ["a", "b", "c", "d", "e", "f"]
 FOLDERS = ["", "x/", "x/y/"]

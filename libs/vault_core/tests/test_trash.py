@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-from vault_core import edit, trash
+from vault_core import edit
+from vault_core.ops import trash
 from vault_core.storage import to_trash
 from vault_core.vault import Vault
 

@@ -13,11 +13,12 @@ import numpy.typing as npt
 import pytest
 
 from tickets import Reach
-from vault_core import embedding, scope
-from vault_core.embedding import Embedder, Vectors
-from vault_core.index import Index
+from vault_core import scope
+from vault_core.index.store import Index
+from vault_core.search import embedding
+from vault_core.search.embedding import Embedder, Vectors
+from vault_core.search.vectors import ROOM, STRIDE, VectorStore, _best, _dot, _Table
 from vault_core.testing import make_vault
-from vault_core.vectors import STRIDE, VectorStore, _best, _dot, _Table
 
 FLOAT16 = 1e-4  # a score's error with the question rounded to float16, as the table's rows
 NOTES: dict[str, str | bytes] = {
@@ -399,3 +400,27 @@ def test_the_float16_rows_are_ranked_with_float32_sums() -> None:
     exact = rows.astype(np.float64) @ question.astype(np.float64)
     assert np.abs(_dot(rows, question) - exact).max() < 1e-6
     assert _dot(rows[:0], question).shape == (0,)
+
+
+def test_a_fresh_vault_gets_room_for_its_sections_at_once_and_none_of_it_is_touched(
+    tmp_path: Path,
+) -> None:
+    files: dict[str, str | bytes] = {f"n{i}.md": f"# Note {i}\n\nText {i}.\n" for i in range(40)}
+    make_vault(tmp_path, files)
+    index = Index.open(tmp_path / "test", "test")
+    index.reconcile()
+    model = embedding.shared(embedding.BUNDLED)
+    assert model is not None
+    vectors = VectorStore(index, model).start()
+    try:
+        end = time.monotonic() + 60
+        while not vectors.ready() and time.monotonic() < end:
+            time.sleep(0.02)
+        assert vectors.ready()
+        table = vectors._table
+        assert len(table.alive) >= 40 * ROOM  # made once, before the first round
+        assert int(table.alive.sum()) == len(table.meta) == 40  # the room holds no rows
+        assert vectors.nearest("Note 7", 1)[0].path == "n7.md"
+    finally:
+        vectors.stop()
+        index.close()

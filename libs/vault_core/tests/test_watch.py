@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -10,9 +11,10 @@ from pathlib import Path
 import pytest
 import watchfiles
 
-from vault_core import paths, search, storage
-from vault_core.index import Index
-from vault_core.watch import MAX_PATHS, Watcher, plan, relevant
+from vault_core import paths, storage
+from vault_core.index.store import Index
+from vault_core.index.watch import MAX_PATHS, Watcher, plan, relevant
+from vault_core.search import fts as search
 
 
 def write_own(root: Path, rel: str, text: str) -> None:
@@ -254,3 +256,17 @@ def test_a_watcher_that_cannot_watch_fails_softly(tmp_path: Path) -> None:
     assert wait_for(lambda: not watcher.alive)
     assert watcher.failed is not None
     watcher.stop()
+
+
+def test_a_name_that_is_not_utf8_is_skipped_and_the_watch_goes_on(
+    watched: tuple[Path, Counting, Watcher],
+) -> None:
+    # watchfiles cannot hand such a name to Python: it ended the whole watch with its batch.
+    root, counting, watcher = watched
+    with open(os.fsencode(root / "wiki") + b"/caf\xe9.md", "wb") as handle:
+        handle.write(b"# Latin-1 name\n")
+    settle(root, counting, "heliotrope")  # a note made after it reaches search
+    assert watcher.alive
+    assert watcher.failed is None
+    skipped = [skip.row() for skip in counting.index.skips.listing()]
+    assert skipped == [{"path": "wiki/caf\\xe9.md", "reason": "bad_name"}]

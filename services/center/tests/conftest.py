@@ -108,6 +108,13 @@ def database(request: pytest.FixtureRequest, postgres: str | None) -> Iterator[D
 
 
 @pytest.fixture
+def postgres_database(postgres: str | None) -> Iterator[Database]:
+    """A fresh schema on PostgreSQL only (tests of what only PostgreSQL has)."""
+    with _schema(postgres) as database:
+        yield database
+
+
+@pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "center"
 

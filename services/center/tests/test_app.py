@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -9,7 +10,8 @@ import pytest
 from fastapi import FastAPI
 
 from center import testing as t
-from center.app import error_response
+from center.app import create_app, error_response
+from center.remote import TIME_FIELDS, _cell, iso
 from center.routes.deps import ErrorBody
 
 SUCCESS = ("200", "201", "202")
@@ -216,3 +218,32 @@ def _json(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _content(media: str, schema: dict[str, Any]) -> dict[str, Any]:
     return {"content": {media: {"schema": schema}}}
+
+
+@pytest.mark.asyncio
+async def test_the_bare_address_leads_to_the_console_and_nothing_loads_from_outside(
+    client: httpx.AsyncClient,
+) -> None:
+    root = await client.get("/")
+    assert (root.status_code, root.headers["location"]) == (303, "/console")
+    for page in ("/docs", "/redoc"):  # Swagger UI and ReDoc fetch their scripts from a CDN
+        gone = await client.get(page)
+        assert_error_shape(gone, 404, "not_found")
+        assert "/console" in gone.json()["error"]["message"]
+        assert "/openapi.json" in gone.json()["error"]["message"]
+    assert (await client.get("/openapi.json")).status_code == 200
+
+
+def test_every_time_field_of_the_api_is_shown_as_iso_by_the_cli() -> None:
+    """docs/center.md promises ISO 8601 in every text output: each field the schema
+    describes as Unix time is one the CLI rewrites."""
+    schema = create_app(t.settings(Path("/nonexistent"))).openapi()
+    timed = {
+        name
+        for model in schema["components"]["schemas"].values()
+        for name, field in model.get("properties", {}).items()
+        if "Unix time" in field.get("description", "")
+    }
+    assert timed
+    assert timed <= TIME_FIELDS, sorted(timed - TIME_FIELDS)
+    assert _cell(1796177850, "revoked") == iso(1796177850)

@@ -3,7 +3,9 @@ real center, `--json` for scripts, and no secret ever taken as a flag or printed
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +14,14 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from center import cli
+from center import commands
 from center import testing as t
 from center.cli import app
+from center.commands import audit
 from center.oauth import testing as o
 from center.remote import Remote
 from tickets import SigningKey, make_record, to_line
+from tickets.testing import cli_imports
 
 runner = CliRunner()
 
@@ -331,11 +335,31 @@ def test_every_verb_is_documented() -> None:
     assert missing == []
 
 
+def test_every_module_of_commands_gives_the_cli_its_verbs() -> None:
+    """Adding a noun is adding its module: the CLI finds each one (`_shared` is none)."""
+    folder = Path(commands.__file__).parent
+    modules = sorted(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_"))
+    found = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    for name in modules:
+        verbs = importlib.import_module(f"center.commands.{name}").app
+        top = [verb.name for verb in verbs.registered_commands]
+        nouns = [verbs.info.name] if verbs.info.name else top
+        assert nouns, name
+        assert all(noun in found for noun in nouns), (name, nouns)
+
+
 def test_a_token_prints_on_one_line_for_copying(remote: dict[str, str]) -> None:
     issued = invoke("grant", "issue", "--vault", "team", "--resource", t.RESOURCE, env=remote)
     token_line = next(line for line in issued.output.splitlines() if line.startswith("token: "))
     assert token_line.removeprefix("token: ").count(".") == 2
     assert len(token_line) > 200
+
+
+def test_version_prints_the_installed_release_and_loads_no_database_library() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SECONDBRAIN_")}
+    printed, modules = cli_imports("center.cli", ["version"], env)
+    assert printed.startswith("secondbrain-center ")
+    assert DATABASE.isdisjoint(modules), sorted(DATABASE & modules)
 
 
 def test_key_rotate_prints_a_fresh_secret_once() -> None:
@@ -489,7 +513,7 @@ def test_audit_head_refuses_a_feed_signed_by_another_key(
     def impostor(url: str, **options: Any) -> Remote:
         return Remote(url, transport=httpx.MockTransport(answer), **options)
 
-    monkeypatch.setattr(cli, "Remote", impostor)
+    monkeypatch.setattr(audit, "Remote", impostor)
     result = invoke("audit", "head", env=remote)
     assert result.exit_code == 1
     assert "error (bad_snapshot)" in result.output
@@ -554,7 +578,7 @@ def test_a_path_rule_without_its_vault_or_reaching_out_is_refused(
 
 def test_write_paths_and_exclusions_alone_read_the_whole_vault(remote: dict[str, str]) -> None:
     whole = ("--write-path", "team:inbox", "--exclude", "team:hr")
-    member = _member_env(remote, "wes", *whole)
+    member = _member_env(remote, "wes", "--role", "editor", "--scope", "rw", *whole)
     minted = invoke("token", "issue", "--resource", t.RESOURCE, "--json", env=member)
     assert json.loads(minted.output)["paths"] == {
         "team": {"read": None, "write": ["inbox"], "exclude": ["hr"]}
@@ -608,3 +632,77 @@ async def test_consents_are_listed_and_revoked(server: str, remote: dict[str, st
     assert revoked.exit_code == 0, revoked.output
     assert json.loads(revoked.output)["ended_sign_ins"] == 0
     assert json.loads(invoke("consent", "list", "--json", env=remote).output) == {"consents": []}
+
+
+DATABASE = {"sqlalchemy", "alembic", "asyncpg", "aiosqlite", "fastapi", "uvicorn"}
+
+
+@pytest.mark.parametrize("args", [["--help"], ["member", "list"]])
+def test_a_remote_verb_loads_no_database_library(args: list[str], remote: dict[str, str]) -> None:
+    """What start-up costs: `member list` makes one HTTP call, `--help` none; neither loads
+    the database libraries or the server (bench/bench_cli_start.py times them)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SECONDBRAIN_")}
+    printed, modules = cli_imports("center.cli", args, {**env, **remote})
+    assert printed  # the verb ran and said something
+    assert DATABASE.isdisjoint(modules), sorted(DATABASE & modules)
+
+
+def test_vaults_and_vault_verbs_show_and_change_who_is_primary(
+    remote: dict[str, str], server: str
+) -> None:
+    creds = {}
+    for name in ("node-a", "node-b", "node-c"):
+        added = invoke(
+            "node", "add", name, "--resource", f"https://{name}.test/mcp", "--json", env=remote
+        )
+        creds[name] = json.loads(added.output)["credential"]
+
+    def renew(node: str, commits: int = 3) -> None:
+        body = {"copies": [{"vault": "team", "epoch": 1, "head": "1" * 40, "commits": commits}]}
+        answer = httpx.post(
+            f"{server}/v1/nodes/leases",
+            json=body,
+            headers={"Authorization": f"Bearer {creds[node]}"},
+        )
+        assert answer.status_code == 200, answer.text
+
+    renew("node-a")
+    renew("node-b", commits=1)
+    # A table or `name: value` lines, as the console's width decides (it is measured once
+    # per process): the cells are the same.
+    shown = invoke("vaults", env={**remote, "COLUMNS": "200"}).output
+    assert all(cell in shown for cell in ("team", "node-a", "node-b (lagging 2)", "serving"))
+    listed = json.loads(invoke("vaults", "--json", env=remote).output)["vaults"]
+    assert [(v["name"], v["node"], v["state"]) for v in listed] == [("team", "node-a", "serving")]
+
+    moved = invoke("vault", "move", "team", "--to", "node-c", env=remote)
+    assert moved.exit_code == 0, moved.output
+    assert "target: node-c" in moved.output
+    assert "step: catch_up" in moved.output
+    assert (
+        "moving to node-c (catch_up)" in invoke("vaults", env={**remote, "COLUMNS": "200"}).output
+    )
+    again = invoke("vault", "move", "team", "--to", "node-b", env=remote)
+    assert again.exit_code == 1
+    assert "error (conflict): team is moving to node-c already" in again.output
+    unknown = invoke("vault", "move", "nope", "--to", "node-c", env=remote)
+    assert "error (not_found)" in unknown.output
+    bad = invoke("vault", "move", "Bad/Name", "--to", "node-c", env=remote)
+    assert bad.exit_code == 1
+    assert "error (invalid_argument)" in bad.output
+
+    refused = invoke("vault", "promote", "team", "--node", "node-b", env=remote)
+    assert refused.exit_code == 1
+    assert "--force" in refused.output
+    forced = invoke("vault", "promote", "team", "--node", "node-b", "--force", "--json", env=remote)
+    shown = forced.output[forced.output.index("{\n") :]  # the server logs to this stdout too
+    assert json.loads(shown) == {
+        "vault": "team",
+        "primary": "node-b",
+        "epoch": 2,
+        "demoted": "node-a",
+    }
+    drained = invoke("node", "drain", "node-b", "--json", env=remote)
+    assert json.loads(drained.output)["moves"] == [{"vault": "team", "to": "node-a"}]
+    missing = invoke("node", "drain", "nobody", env=remote)
+    assert "error (not_found)" in missing.output

@@ -137,8 +137,9 @@ def test_a_member_id_is_checked_before_any_call() -> None:
 def test_member_add_refuses_a_vault_no_node_reports(admin: dict[str, str], node: str) -> None:
     line = one_line(cli("member", "add", "erin", "--vault", "nosuch", env=admin))
     assert line == (
-        "error (unknown_vault): no node reports vault 'nosuch'; known vaults: ops, team"
-        " (pass --unplaced to give it before a node holds it)"
+        "error (unknown_vault): no node reports vault 'nosuch'; known vaults: ops, team."
+        " Create its folder in a node's data_dir (`secondbrain vault create`): the node"
+        " reports it within seconds; or pass --unplaced to give it before a node holds it"
     )
     assert "erin" not in cli("member", "list", env=admin).stdout
     placed = cli("member", "add", "erin", "--vault", "nosuch", "--unplaced", "--json", env=admin)

@@ -53,6 +53,29 @@ def test_an_unknown_database_driver_is_refused(tmp_path: Path) -> None:
         load_settings(data_dir=tmp_path, secret=t.SECRET, database_url="mysql://u@h/db")
 
 
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("127.0.0.1,::1", "127.0.0.1,::1"),
+        (" 10.213.27.0/24 , 0:0:0:0:0:0:0:1 ", "10.213.27.0/24,::1"),
+        ("", ""),
+    ],
+)
+def test_trusted_proxies_are_addresses_and_networks_in_normal_form(
+    tmp_path: Path, given: str, expected: str
+) -> None:
+    assert t.settings(tmp_path, trusted_proxies=given).trusted_proxies == expected
+
+
+@pytest.mark.parametrize("given", ["*", "proxy.internal", "10.213.27.1/24", "127.0.0.1;10.0.0.1"])
+def test_a_wildcard_a_host_name_or_a_bad_network_is_no_trusted_proxy(
+    tmp_path: Path, given: str
+) -> None:
+    with pytest.raises(ConfigError, match="SECONDBRAIN_CENTER_TRUSTED_PROXIES") as caught:
+        load_settings(data_dir=tmp_path, secret=t.SECRET, trusted_proxies=given)
+    assert given not in caught.value.message
+
+
 def test_a_schema_is_only_accepted_for_postgresql(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="PostgreSQL only"):
         load_settings(data_dir=tmp_path, secret=t.SECRET, database_schema="center")

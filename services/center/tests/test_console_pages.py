@@ -95,6 +95,37 @@ async def test_a_node_behind_the_feed_or_with_a_foreign_checkpoint_is_flagged(
     assert "MISMATCH" in page.text
 
 
+async def test_the_nodes_page_shows_replication_and_moves_a_vault(
+    browsers: Callable[[], Browser], app: FastAPI
+) -> None:
+    async with t.client(app) as http:
+        other = await t.add_node(http, "node-b", "https://node-b.test/mcp")
+        await t.renew(http, app.state.node_credential, t.held("team", commits=5))
+        await t.renew(http, other, t.held("team", commits=2))
+    operator = browsers()
+    await operator.sign_in_operator()
+    page = await operator.get("/console/nodes")
+    assert "node-b (lagging 3)" in page.text
+    assert "<td>serving</td>" in page.text
+    assert 'action="/console/nodes/vaults/team/move"' in page.text
+    moved = await operator.post("/console/nodes/vaults/team/move", to="node-b", keep="yes")
+    assert redirect(moved)[0] == 303
+    after = await operator.get(redirect(moved)[1] or "/console/nodes")
+    assert "Moving team to node-b" in after.text
+    assert "moving to node-b (catch_up)" in after.text
+    await operator.get("/console/nodes")
+    again = await operator.post("/console/nodes/vaults/team/move", to="node-b")
+    assert again.status_code == 409
+    assert "team is moving to node-b already" in html.unescape(again.text)
+    async with t.client(app) as http:
+        actions = [
+            json.loads(line)
+            for line in (await http.get("/v1/audit", headers=t.ADMIN)).text.splitlines()
+        ]
+    started = next(r for r in actions if r["action"] == "vault.move.start")
+    assert (started["channel"], started["subject"]) == ("console", "node-b")
+
+
 # ---------------------------------------------------------------- audit
 
 
@@ -347,6 +378,7 @@ async def test_on_every_route_a_member_reaches_nothing_of_anothers(
         "request_id": request_id,
         "member_id": "alice",
         "name": "console.css",
+        "vault": "team",
     }
     carol = browsers()
     await carol.sign_in("carol")
@@ -361,7 +393,7 @@ async def test_on_every_route_a_member_reaches_nothing_of_anothers(
         if answer.status_code < 400:
             assert answer.status_code in (200, 303), (method, url)
             for name, value in secrets.items():
-                if name not in ("member_id", "name"):
+                if name not in ("member_id", "name", "vault"):
                     assert value not in answer.text, (method, url, name)
             assert "alice-only" not in answer.text
     assert tried >= 15
@@ -476,4 +508,50 @@ async def test_a_token_is_minted_within_my_path_rules_and_shown_with_them(
         ticket = (await t.verifier(http, clock)).verify(token.group(1))
     assert ticket.reach("team") == Reach.of(["projects/acme/x"])
     listed = (await alice.get("/console/tokens")).text
-    assert "team: read projects/acme/x; write projects/acme/x" in listed
+    assert "team: read projects/acme/x</span>" in listed  # a read token shows no write rule
+
+
+async def test_my_agent_tokens_leave_out_the_tokens_of_my_oauth_sign_ins(
+    browsers: Callable[[], Browser], app: FastAPI
+) -> None:
+    await heartbeat(app, vaults=["team"])
+    async with t.client(app) as http:
+        client_id, proof = await o.register(http), o.pkce()
+        code = await o.code_for(http, client_id, proof)
+        assert (await o.exchange(http, client_id, code, proof)).status_code == 200
+        listed = (await http.get("/v1/tokens", headers=t.ADMIN)).json()["tokens"]
+    signed_in = [row["jti"] for row in listed if row["subject"] == "alice"]
+    assert len(signed_in) == 1
+    alice = browsers()
+    await alice.sign_in()
+    await alice.get("/console/tokens")
+    await alice.post("/console/tokens", scope="read", days="3")
+    page = (await alice.get("/console/me")).text
+    mine = page.split("<h2>My agent tokens</h2>")[1].split("<h2>")[0]
+    assert signed_in[0] not in mine
+    assert mine.count('<span class="mono">') == 1  # the one minted on the tokens page
+
+
+async def test_every_page_names_its_icon_which_is_served_from_the_center(
+    browsers: Callable[[], Browser], app: FastAPI
+) -> None:
+    alice = browsers()
+    page = await alice.get("/console/sign-in")
+    assert '<link rel="icon" href="/console/static/favicon.svg"' in page.text
+    icon = await alice.http.get("/console/static/favicon.svg")
+    assert (icon.status_code, icon.headers["content-type"]) == (200, "image/svg+xml")
+    asked = await alice.http.get("/favicon.ico")  # pages that name none, e.g. /authorize
+    assert redirect(asked) == (308, "/console/static/favicon.svg")
+
+
+async def test_my_vaults_keep_their_node_column_on_a_phone(
+    browsers: Callable[[], Browser], app: FastAPI
+) -> None:
+    await heartbeat(app, vaults=["team"])
+    alice = browsers()
+    await alice.sign_in()
+    page = (await alice.get("/console/me")).text
+    vaults = page.split("<h2>My vaults</h2>")[1].split("<h2>")[0]
+    assert '<table class="stack">' in vaults  # one card per row below 40rem, every cell kept
+    assert '<td data-label="Node">node-a</td>' in vaults
+    assert "hide-narrow" not in vaults

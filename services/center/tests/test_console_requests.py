@@ -219,3 +219,41 @@ async def test_a_member_asks_for_folders_and_the_approver_narrows_them(
     assert "(asked: team: read projects/acme; write projects/acme)" in done
     [record] = await records(app, "request.approve")
     assert json.loads(str(record["paths"]))["team"]["write"] == ["projects/acme/inbox"]
+
+
+async def test_a_member_with_only_a_password_claims_its_approved_request_in_the_console(
+    browsers: Callable[[], Browser], app: FastAPI
+) -> None:
+    """The member never saw a credential: the console claims, and shows the token once."""
+    resource = "https://node-b.test/mcp"
+    async with t.client(app) as http:
+        node = await o.add_node(http, resource=resource, node_id="node-b")
+        beat = await http.post(
+            "/v1/nodes/heartbeat", json={"vaults": ["team"]}, headers=t.bearer(node)
+        )
+        assert beat.status_code == 200, beat.text
+    alice, operator = browsers(), browsers()
+    await alice.sign_in()
+    request_id = await ask(alice, scope="read")
+    await operator.sign_in_operator()
+    await operator.get("/console/requests")
+    assert (await operator.post(f"/console/requests/{request_id}/approve")).status_code == 303
+    listed = await alice.get("/console/requests")
+    assert f'action="/console/requests/{request_id}/claim"' in listed.text
+    assert "secondbrain-center request claim" not in listed.text
+    claimed = await alice.post(f"/console/requests/{request_id}/claim")
+    assert claimed.status_code == 200, claimed.text
+    assert claimed.headers["cache-control"] == "no-store"
+    token = claimed.text.split('id="token" value="')[1].split('"')[0]
+    grant = (await api(app, "GET", "/v1/grants")).json()["grants"]
+    assert [(g["grantee"], g["request_id"], g["scope"]) for g in grant] == [
+        ("alice", request_id, "read")
+    ]
+    assert grant[0]["id"] in claimed.text
+    assert resource in claimed.text
+    assert token.count(".") == 2  # a JWS
+    again = await alice.post(f"/console/requests/{request_id}/claim")
+    assert "only an approved one is claimed" in again.text
+    assert token not in again.text
+    stolen = await operator.post(f"/console/requests/{request_id}/claim")
+    assert token not in stolen.text

@@ -1,4 +1,4 @@
-"""A grant token authenticates its holder at the center (seed 001), on both databases:
+"""A grant token authenticates its holder at the center (docs/design.md#grants), on both databases:
 it may delegate under its own grant, ask for a grant, list its subtree and read its
 session — nothing else (403) — and a revoked, expired, forged or non-grant token is 401."""
 

@@ -11,6 +11,7 @@ import pytest
 
 from center import testing as t
 from center.config import Settings
+from center.console.testing import Browser
 from center.errors import ConfigError
 from tickets import KeySet, RevocationState, SigningKey, TokenError
 from tickets.keys import b64url_decode, b64url_encode
@@ -211,3 +212,27 @@ async def test_the_center_refuses_to_start_with_a_revoked_key(
     with pytest.raises(ConfigError, match="was revoked"):
         async with t.running(settings, clock):
             pass
+
+
+@pytest.mark.asyncio
+async def test_the_tokens_page_offers_no_revoke_for_a_token_whose_key_is_revoked(
+    settings: Settings, clock: t.Clock
+) -> None:
+    rotated, old, credential = await _rotated_with_old_token(settings, clock)
+    clock.advance(60)  # the restart on the new secret comes after the old token
+    async with t.running(rotated, clock) as app, t.client(app) as client:
+        fresh = await client.post(
+            "/v1/tokens", json={"resource": [t.RESOURCE]}, headers=t.bearer(credential)
+        )
+        assert fresh.status_code == 201, fresh.text
+        revoked = await client.post(
+            f"/v1/keys/{settings.signing_key().kid}/revoke", headers=t.ADMIN
+        )
+        assert revoked.status_code == 200, revoked.text
+        operator = Browser(client)
+        await operator.sign_in_operator()
+        page = (await operator.get("/console/tokens")).text
+    rows = {row.split('class="mono">')[1].split("<")[0]: row for row in page.split("<tr>")[2:]}
+    assert 'class="badge">key revoked' in rows[old["jti"]]
+    assert "/revoke" not in rows[old["jti"]]
+    assert f"/console/tokens/{fresh.json()['jti']}/revoke" in rows[fresh.json()["jti"]]

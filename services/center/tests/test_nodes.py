@@ -138,6 +138,11 @@ async def test_a_heartbeat_records_what_the_node_reports(
         "placements": [],
         "revocation_seq": feed["seq"],
         "checkpoint_ok": True,
+        "mcp_url": None,
+        "directory": [
+            {"vault": "ops", "nodes": [NODE_A], "epoch": None},
+            {"vault": "team", "nodes": [NODE_A], "epoch": None},
+        ],
     }
     (listed,) = (await client.get("/v1/nodes", headers=t.ADMIN)).json()["nodes"]
     assert listed["vaults"] == ["ops", "team"]
@@ -243,6 +248,21 @@ async def test_a_placement_comes_back_until_the_node_reports_the_vault(
     assert listed["placements"] == ["alice"]
     placed = [r for r in await audit_actions(client) if r["action"] == "node.place"]
     assert [(r["vault"], r["subject"]) for r in placed] == [("alice", "a")]
+
+
+@pytest.mark.asyncio
+async def test_a_replica_is_no_placement_for_its_node_to_create(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    node_a, node_b = await add_node(client), await add_node(client, "b", NODE_B)
+    async with app.state.center.store.change() as work:
+        await nodes.place(work, "alice", "a")
+    assert (await beat(client, node_a, vaults=[])).json()["placements"] == ["alice"]
+    # Node B holds alice's replica, created by the primary's first push: a vault it made
+    # itself on a tool call would be one of its own, never to take the primary's commits.
+    assert (await beat(client, node_b, vaults=[])).json()["placements"] == []
+    listed = (await client.get("/v1/nodes", headers=t.ADMIN)).json()["nodes"]
+    assert {n["id"]: n["placements"] for n in listed} == {"a": ["alice"], "b": ["alice"]}
 
 
 @pytest.mark.asyncio

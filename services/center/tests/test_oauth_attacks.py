@@ -1,6 +1,7 @@
 """The attack matrix of the OAuth flow: PKCE, code and refresh-token replay, foreign
-clients, redirect URIs, resources — each refused the way RFC 6749/7636/8707 and the
-spec (§5.4-§5.6) say, each refusal logged with a reason, and nothing secret in a log."""
+clients, redirect URIs, resources — each refused the way RFC 6749/7636/8707 and
+docs/design.md#token-endpoint say, each refusal logged with a reason, and nothing secret in a
+log."""
 
 from __future__ import annotations
 

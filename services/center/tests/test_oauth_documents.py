@@ -195,6 +195,17 @@ async def test_redirects_are_followed_on_the_same_host_only(
         "0.0.0.0",
         "::ffff:127.0.0.1",  # v4-mapped loopback
         "240.0.0.1",  # reserved
+        "64:ff9b::7f00:1",  # NAT64 of 127.0.0.1
+        "64:ff9b::a9fe:a9fe",  # NAT64 of 169.254.169.254
+        "64:ff9b:1::5db8:d70e",  # local-use NAT64, whatever it embeds
+        "2002:7f00:1::1",  # 6to4 of 127.0.0.1
+        "2002:c0a8:101::1",  # 6to4 of 192.168.1.1
+        "::7f00:1",  # IPv4-compatible 127.0.0.1
+        "::a00:1",  # IPv4-compatible 10.0.0.1
+        "::ffff:0:7f00:1",  # IPv4-translated 127.0.0.1
+        "::ffff:0:ac10:1",  # IPv4-translated 172.16.0.1
+        "fec0::1",  # site-local
+        "fec0:1::5db8:d70e",
     ],
 )
 async def test_every_non_public_address_is_refused(server: o.DocumentServer, address: str) -> None:
@@ -205,6 +216,28 @@ async def test_every_non_public_address_is_refused(server: o.DocumentServer, add
     with pytest.raises(DocumentError) as refused:
         await refusing.fetch("https://client.example/metadata.json")
     assert refused.value.reason == "blocked_address"
+
+
+@pytest.mark.parametrize(
+    ("address", "allowed"),
+    [
+        ("64:ff9b::5db8:d70e", True),  # NAT64 of 93.184.215.14
+        ("64:ff9b::7f00:1", False),
+        ("2002:5db8:d70e::1", True),  # 6to4 of 93.184.215.14
+        ("2002:a00:1::1", False),
+        ("::5db8:d70e", True),  # IPv4-compatible
+        ("::7f00:1", False),
+        ("::ffff:0:5db8:d70e", True),  # IPv4-translated
+        ("::ffff:0:a9fe:a9fe", False),
+        ("::ffff:93.184.215.14", True),  # IPv4-mapped
+        ("::ffff:10.0.0.1", False),
+        ("64:ff9b:1::5db8:d70e", False),  # local-use NAT64: refused whatever it embeds
+        ("fec0::5db8:d70e", False),  # site-local: refused
+        ("2606:2800:21f:cb07:6820:80da:af6b:8b2c", True),  # plain global IPv6
+    ],
+)
+async def test_an_embedded_ipv4_address_is_judged_as_itself(address: str, allowed: bool) -> None:
+    assert documents.public(address) is allowed
 
 
 async def test_the_local_server_is_refused_unless_its_host_is_named(

@@ -1,4 +1,4 @@
-"""The login page (spec §5.4, §5.5): its headers and CSP, the one-time CSRF token bound
+"""The login page (docs/design.md#authorize): its headers and CSP, the one-time CSRF token bound
 to the request, the stale-form page, the per-IP limit on failed sign-ins, and failures
 that look and cost the same whether the name or the password was wrong. Also members'
 e-mail addresses, which the page accepts as a login name."""
@@ -171,6 +171,7 @@ async def test_a_failed_sign_in_renders_a_fresh_form(
         ("scope", "read"),
         ("resource", "https://node-a.test/other"),
     ],
+    ids=["state", "code_challenge", "scope", "resource"],  # the same ids in every process
 )
 async def test_a_form_token_is_bound_to_its_request(
     http: httpx.AsyncClient, params: o.Params, name: str, value: str
@@ -361,7 +362,7 @@ async def test_a_malformed_email_is_refused(http: httpx.AsyncClient, email: str)
 async def test_failed_sign_ins_are_limited_per_name_from_any_address(
     center: FastAPI, params: o.Params, clock: t.Clock
 ) -> None:
-    """Seed 001: 10 failed attempts per identity in 15 minutes, wherever they come from;
+    """10 failed attempts per identity in 15 minutes, wherever they come from;
     the id and the e-mail address are separate names, unknown names are limited alike."""
 
     async def attempt(source: int, username: str, password: str) -> httpx.Response:

@@ -1,6 +1,6 @@
-"""RFC 7591 registration (spec §5.3): public clients only, strict redirect URIs, a body
-and a rate limit per source IP, and a bounded client table that forgets the least
-recently used client first."""
+"""RFC 7591 registration (docs/design.md#client-registration): public clients only, strict
+redirect URIs, a body and a rate limit per source IP, and a bounded client table that forgets
+the least recently used client first."""
 
 from __future__ import annotations
 
@@ -25,11 +25,6 @@ from center.runtime import Center
 async def http(center: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
     async with t.client(center) as client:
         yield client
-
-
-def from_ip(app: FastAPI, ip: str) -> httpx.AsyncClient:
-    transport = httpx.ASGITransport(app=app, client=(ip, 40000))
-    return httpx.AsyncClient(transport=transport, base_url=t.ISSUER)
 
 
 def running(app: FastAPI) -> Center:
@@ -152,7 +147,7 @@ async def test_the_registration_limit_is_64_kib_even_when_bodies_may_be_larger(
 @pytest.mark.asyncio
 async def test_twenty_registrations_an_hour_per_source_ip(center: FastAPI, clock: t.Clock) -> None:
     body = {"redirect_uris": [o.REDIRECT]}
-    async with from_ip(center, "192.0.2.1") as first, from_ip(center, "192.0.2.2") as second:
+    async with t.client(center, "192.0.2.1") as first, t.client(center, "192.0.2.2") as second:
         for _ in range(20):
             assert (await first.post("/register", json=body)).status_code == 201
         limited = await first.post("/register", json=body)
@@ -164,9 +159,28 @@ async def test_twenty_registrations_an_hour_per_source_ip(center: FastAPI, clock
 
 
 @pytest.mark.asyncio
-async def test_the_client_table_forgets_the_least_recently_used(
+async def test_an_ipv6_network_registers_twenty_an_hour_whichever_of_its_addresses_it_uses(
+    center: FastAPI,
+) -> None:
+    """A /64's 2**64 addresses are one subscriber's: cycling through them buys nothing."""
+    body = {"redirect_uris": [o.REDIRECT]}
+    for n in range(20):
+        async with t.client(center, f"2001:db8:1:2::{n + 1:x}") as one:
+            assert (await one.post("/register", json=body)).status_code == 201
+    async with (
+        t.client(center, "2001:db8:1:2:ffff::1") as same,
+        t.client(center, "2001:db8:1:3::1") as other,
+    ):
+        assert (await same.post("/register", json=body)).status_code == 429
+        assert (await other.post("/register", json=body)).status_code == 201
+
+
+@pytest.mark.asyncio
+async def test_the_client_table_forgets_the_least_recently_used_nobody_signed_in_through(
     center: FastAPI, http: httpx.AsyncClient, clock: t.Clock
 ) -> None:
+    """The first client is the oldest but held (alice signed in through it): of the
+    registered clients nobody holds, beyond two, the least recently used goes."""
     store = running(center).store
     meta = clients.parse_metadata({"redirect_uris": [o.REDIRECT]})
     made = []
@@ -179,7 +193,7 @@ async def test_the_client_table_forgets_the_least_recently_used(
     await o.code_for(http, made[0], o.pkce())  # signing in marks the first one used
     clock.advance(1)
     async with store.change() as work:
-        newest = (await clients.register(work, meta, limit=3))["client_id"]
+        newest = (await clients.register(work, meta, limit=2))["client_id"]
     async with store.read() as session:
         kept = set((await session.scalars(select(OAuthClient.id))).all())
     assert kept == {made[0], made[2], newest}

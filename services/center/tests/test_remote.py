@@ -19,6 +19,21 @@ def test_without_an_admin_token_nothing_is_sent(monkeypatch: pytest.MonkeyPatch)
     assert "SECONDBRAIN_CENTER_ADMIN_TOKEN" in failed.value.message
 
 
+def test_the_operator_running_a_members_verb_is_told_what_to_do_instead(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`token issue` with only the admin token set: which credential, and the operator's way."""
+    monkeypatch.setenv("SECONDBRAIN_CENTER_ADMIN_TOKEN", t.ADMIN_TOKEN)
+    monkeypatch.delenv("SECONDBRAIN_CENTER_TOKEN", raising=False)
+    with pytest.raises(RemoteError) as failed:
+        Remote("http://127.0.0.1:9", env="SECONDBRAIN_CENTER_TOKEN").call("POST", "/v1/tokens")
+    assert failed.value.code == "no_token"
+    assert "set it to your member credential (printed by `member add`" in failed.value.message
+    assert "this verb acts as a member" in failed.value.message
+    assert "`grant issue --vault V [--grantee M]`" in failed.value.message
+    assert t.ADMIN_TOKEN not in failed.value.message
+
+
 def test_an_unreachable_center_is_named_without_the_token() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -1,4 +1,5 @@
-"""Requests (seed 001): create → approve | reject | cancel | expire → claim, exactly once.
+"""Requests (docs/design.md#requests): create → approve | reject | cancel | expire → claim,
+exactly once.
 
 The last test is stateful (hypothesis RuleBasedStateMachine): random sequences of
 creates, decisions, cancels, claims and clock jumps by random actors, checked call by
@@ -231,7 +232,8 @@ async def test_a_request_stays_within_the_requesters_vault_and_role(
         await ask(client, reader, vault="ops"),
         403,
         "forbidden",
-        "you are not a principal of vault 'ops'",
+        "you are not a member of vault 'ops', so you cannot ask for access to it"
+        " (your vaults: team); ask its owner or the operator to add you to it",
     )
     t.refused(
         await ask(client, t.ADMIN), 401, "unauthorized", "the admin token is not accepted here"

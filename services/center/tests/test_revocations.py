@@ -6,6 +6,7 @@ credential rotation or a removal) kills every token the member held before it.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -14,7 +15,9 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
+from center import revocations
 from center import testing as t
+from center.config import Settings
 from tickets import KeySet, RevocationState, TokenError, verify_snapshot
 
 
@@ -146,3 +149,41 @@ async def _bump(live: t.Live, change: str, tokens: int) -> None:
 @given(change=st.sampled_from([*CHANGES, "remove"]), tokens=st.integers(1, 3))
 def test_a_generation_bump_kills_every_older_token(live: t.Live, change: str, tokens: int) -> None:
     live.run(_bump(live, change, tokens))
+
+
+@pytest.mark.asyncio
+async def test_a_publisher_that_read_before_a_revocation_never_publishes_after_it(
+    postgres_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two centers on one database: one reads the feed's content, then stalls; a grant is
+    revoked and the other publishes. The newest seq must hold the revocation."""
+    read, go = asyncio.Event(), asyncio.Event()
+    original = revocations._revoked
+
+    async def stalling(session: Any, now: int) -> dict[str, Any]:
+        content = await original(session, now)
+        if not read.is_set():
+            read.set()
+            await go.wait()
+        return content
+
+    async with (
+        t.running(postgres_settings) as one,
+        t.running(postgres_settings) as other,
+        t.client(other) as http,
+    ):
+        body = {"vault": "team", "scope": "read", "minutes": 30, "resource": [t.RESOURCE]}
+        grant = (await http.post("/v1/grants", json=body, headers=t.ADMIN)).json()["id"]
+        monkeypatch.setattr(revocations, "_revoked", stalling)
+        first, second = one.state.center, other.state.center
+        stale = asyncio.create_task(revocations.publish(first.store, first.keyring, t.ISSUER))
+        await read.wait()
+        assert (await http.delete(f"/v1/grants/{grant}", headers=t.ADMIN)).status_code == 200
+        fresh = asyncio.create_task(revocations.publish(second.store, second.keyring, t.ISSUER))
+        await asyncio.wait({fresh}, timeout=2)  # done at once unless the feed row is locked
+        go.set()
+        published = [await stale, await fresh]
+        keys = KeySet.from_jwks((await http.get("/.well-known/jwks.json")).json())
+    newest = max(published, key=lambda answer: answer["seq"])
+    verified, _kid = verify_snapshot(newest["snapshot"], keys, issuer=t.ISSUER)
+    assert grant in verified.grants

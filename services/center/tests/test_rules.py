@@ -14,8 +14,11 @@ import pytest
 import pytest_asyncio
 from fastapi import FastAPI
 
+from center import rules
 from center import testing as t
+from center.commands._shared import compact
 from center.config import Settings
+from center.console.web import render
 from center.oauth import testing as o
 from tickets import Reach, TokenError
 
@@ -358,3 +361,27 @@ async def test_rules_without_read_folders_read_the_whole_vault(
     assert shown == {"team": {"read": None, "write": ["inbox"], "exclude": ["hr"]}}
     minted = (await token(client, headers)).json()
     assert await reach(client, clock, minted["token"]) == Reach.of(None, ["inbox"], ["hr"])
+
+
+def test_a_scope_that_cannot_write_is_shown_without_write_folders() -> None:
+    """A read-only grant's write rules grant nothing; listings leave them out."""
+    both = {"demo": {"read": ["wiki"], "write": ["wiki"]}}
+    assert rules.describe(both, "read") == "demo: read wiki"
+    assert rules.describe(both, "read_write") == "demo: read wiki; write wiki"
+    assert rules.describe(both) == "demo: read wiki; write wiki"
+    assert compact({"scope": "read", "paths": both})["paths"] == "demo: read wiki"
+    page = render("grant_claimed.html", issued=claimed(both), me=None)
+    assert "read wiki" in page.body.decode()
+    assert "write wiki" not in page.body.decode()
+
+
+def claimed(paths: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "vault": "demo",
+        "scope": "read",
+        "expiry": 1796177850,
+        "audience": [t.RESOURCE],
+        "paths": paths,
+        "token": "x.y.z",
+        "id": "g1",
+    }

@@ -3,6 +3,7 @@ database is unreachable, and pruning of what expired."""
 
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 
@@ -26,9 +27,13 @@ def center_of(app: FastAPI) -> Center:
 @pytest.mark.asyncio
 async def test_one_process_owns_a_sqlite_data_dir(sqlite_settings: Settings) -> None:
     async with open_center(sqlite_settings):
-        with pytest.raises(ConfigError, match="another center process"):
+        with pytest.raises(ConfigError) as refused:
             async with open_center(sqlite_settings):
                 pass
+        assert refused.value.problems == [
+            f"data_dir: another `secondbrain-center serve` (pid {os.getpid()}) uses this data "
+            "directory"
+        ]
     async with open_center(sqlite_settings):
         pass
 

@@ -1,5 +1,6 @@
-"""The unit of work: one serialized, audited change; a failure after the audit append
-locks the store, anything before it rolls back and leaves no trace."""
+"""The unit of work: one serialized, audited change; a failure after the audit file's
+append locks the store, anything before it (and anything at all with the audit table,
+which commits with the change) rolls back and leaves no trace."""
 
 from __future__ import annotations
 
@@ -13,8 +14,14 @@ from sqlalchemy import event, select
 from sqlalchemy.exc import OperationalError
 
 from center import testing as t
+from center.config import Settings
 from center.db import Generation
-from center.errors import ConflictError, InvalidArgumentError, RestartRequiredError
+from center.errors import (
+    ConflictError,
+    InvalidArgumentError,
+    RestartRequiredError,
+    StorageError,
+)
 from center.runtime import Center
 
 
@@ -74,32 +81,51 @@ async def test_a_collision_before_the_append_is_a_conflict_not_a_lock(app: FastA
     assert store.locked is None
 
 
-@pytest.mark.asyncio
-async def test_a_commit_failing_after_the_append_locks_changes(
-    app: FastAPI, client: httpx.AsyncClient
-) -> None:
-    store = center_of(app).store
+async def _commit_fails(app: FastAPI) -> None:
+    """One change whose commit fails after its audit records were appended."""
 
     def fail(_session: object) -> None:
         raise OperationalError("COMMIT", {}, Exception("disk I/O error"))
 
-    async def doomed() -> None:
-        async with store.change() as work:
-            work.session.add(Generation(member_id="lost", generation=1))
-            work.record("member.add", subject="lost")
-            event.listen(work.session.sync_session, "before_commit", fail)
+    async with center_of(app).store.change() as work:
+        work.session.add(Generation(member_id="lost", generation=1))
+        work.record("member.add", subject="lost")
+        event.listen(work.session.sync_session, "before_commit", fail)
 
-    with pytest.raises(RestartRequiredError):
-        await doomed()
-    assert store.locked is not None
-    with pytest.raises(RestartRequiredError):
-        async with store.change():
-            pass
-    async with store.read() as session:
-        assert (await session.scalars(select(Generation.member_id))).all() == []
-    response = await client.post("/v1/members", json={"id": "a", "vaults": ["t"]}, headers=t.ADMIN)
-    t.refused(response, 503, "restart_required", "changes are locked after a persistence failure")
-    assert (await client.get("/healthz")).json()["status"] == "restart_required"
+
+@pytest.mark.asyncio
+async def test_a_commit_failing_after_the_file_append_locks_changes(
+    sqlite_settings: Settings,
+) -> None:
+    async with t.running(sqlite_settings) as app, t.client(app) as client:
+        store = center_of(app).store
+        with pytest.raises(RestartRequiredError):
+            await _commit_fails(app)
+        assert store.locked is not None
+        with pytest.raises(RestartRequiredError):
+            async with store.change():
+                pass
+        async with store.read() as session:
+            assert (await session.scalars(select(Generation.member_id))).all() == []
+        response = await client.post(
+            "/v1/members", json={"id": "a", "vaults": ["t"]}, headers=t.ADMIN
+        )
+        t.refused(response, 503, "restart_required", "changes are locked after a persistence")
+        assert (await client.get("/healthz")).json()["status"] == "restart_required"
+
+
+@pytest.mark.asyncio
+async def test_a_commit_failing_with_the_audit_table_is_a_retry_not_a_lock(
+    postgres_settings: Settings,
+) -> None:
+    async with t.running(postgres_settings) as app, t.client(app) as client:
+        before = await audit_seqs(client)
+        with pytest.raises(StorageError):
+            await _commit_fails(app)
+        assert center_of(app).store.locked is None
+        assert await audit_seqs(client) == before
+        await t.add_member(client, "after")
+        assert (await client.get("/healthz")).json()["status"] == "ok"
 
 
 @pytest.mark.asyncio

@@ -140,7 +140,7 @@ async def test_token_issue_is_audited_without_the_token(client: httpx.AsyncClien
 
 
 # ---------------------------------------------------------------- for another member
-# DESIGN §5.3: an admin or owner mints agent tokens for a member, for clients that can
+# docs/design.md#tokens: an admin or owner mints agent tokens for a member, for clients that can
 # only send a static header.
 
 

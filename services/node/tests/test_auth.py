@@ -95,11 +95,28 @@ def bad_tokens(node: Harness) -> dict[str, str]:
     }
 
 
+TOLD = {
+    "expired": "this token has expired; ask the center for a new one",
+    "wrong audience": (
+        f"this token is for another node; ask the center for one whose resource is {RESOURCE}"
+    ),
+}
+"""A genuine token's holder can read these from the token itself, so the 401 says them."""
+
+
 async def test_every_bad_token_gets_the_same_401(node: Harness) -> None:
     for name, token in bad_tokens(node).items():
         response = await node.post(PING, token=token)
         assert response.status_code == 401, name
-        assert_generic_401(response)
+        if name in TOLD:
+            assert response.headers["www-authenticate"] == CHALLENGE
+            assert response.json() == {
+                "error": "invalid_token",
+                "status": 401,
+                "message": TOLD[name],
+            }
+        else:
+            assert_generic_401(response)
 
 
 async def test_a_token_for_the_node_with_its_resource_url_passes(node: Harness) -> None:

@@ -1,4 +1,4 @@
-"""The capture tools (spec §13.4): daily notes, the inbox, templates, and daily_range."""
+"""The capture tools (docs/design.md#tools): daily notes, the inbox, templates, and daily_range."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -11,14 +12,24 @@ from pathlib import Path
 import pytest
 
 from tickets import testing as tt
+from tickets.testing import cli_imports
 from vault_node.testing import key_files
 
 CLI = [sys.executable, "-c", "from vault_node.cli import main; main()"]
 
 
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def run(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("SECONDBRAIN_")}
     return subprocess.run(
-        [*CLI, *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False
+        [*CLI, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**clean, **(env or {})},
     )
 
 
@@ -78,6 +89,59 @@ def test_validate_accepts_a_good_configuration(tmp_path: Path) -> None:
     assert "configuration ok: serving https://node-a.test/mcp" in result.stdout
     assert "1 trusted key(s)" in result.stdout
     assert "heartbeat: off" in result.stdout
+
+
+def test_validate_says_where_each_setting_came_from(tmp_path: Path) -> None:
+    config = write_config(tmp_path, rate_limit="100")
+    result = run("validate", "--config", str(config), cwd=tmp_path, env={"SECONDBRAIN_WATCH": "0"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[1] == (
+        f"from {config}: public_url, data_dir, rate_limit, jwks_file, revocation_file, issuer"
+    )
+    assert lines[2] == "from the environment: watch (SECONDBRAIN_WATCH)"
+
+
+def test_validate_refuses_an_environment_variable_that_overrides_the_file(tmp_path: Path) -> None:
+    """The operator guide exports SECONDBRAIN_CENTER_URL for the center's CLI; a node started
+    in that shell must not take it over its file's center_url without a word."""
+    config = write_config(tmp_path, center_url="https://center.test")
+    same = run(
+        "validate",
+        "--config",
+        str(config),
+        cwd=tmp_path,
+        env={"SECONDBRAIN_CENTER_URL": "https://center.test/"},
+    )
+    assert same.returncode == 0, same.stdout + same.stderr
+    other = run(
+        "validate",
+        "--config",
+        str(config),
+        cwd=tmp_path,
+        env={"SECONDBRAIN_CENTER_URL": "http://127.0.0.1:1"},
+    )
+    assert other.returncode == 2
+    assert "configuration ok" not in other.stdout
+    assert (
+        f"SECONDBRAIN_CENTER_URL overrides center_url from {config} with another value"
+        in other.stdout
+    )
+
+
+def test_validate_fails_when_the_node_could_trust_no_key(tmp_path: Path) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    config = tmp_path / "node.yaml"
+    config.write_text(
+        f"public_url: https://node-a.test\ndata_dir: {tmp_path / 'data'}\n"
+        f"center_url: http://127.0.0.1:{port}\n"
+    )
+    result = run("validate", "--config", str(config), cwd=tmp_path)
+    assert result.returncode == 2
+    assert "configuration ok" not in result.stdout
+    assert f"no trusted key: http://127.0.0.1:{port}/.well-known/jwks.json" in result.stdout
 
 
 def test_validate_reports_the_heartbeat_without_its_credential(tmp_path: Path) -> None:
@@ -164,3 +228,14 @@ def test_serve_on_a_taken_port_refuses_in_one_line_before_opening_any_vault(
     assert not (tmp_path / "data" / ".node").exists() or not any(
         (tmp_path / "data" / ".node").rglob("*.db")
     )
+
+
+HEAVY = {"fastapi", "uvicorn", "numpy", "vault_core", "sqlalchemy", "httpx"}
+
+
+@pytest.mark.parametrize("args", [["version"], ["--help"], ["vault", "--help"]])
+def test_version_and_help_load_no_server_index_or_model(args: list[str], tmp_path: Path) -> None:
+    """A verb imports what it uses when it runs (bench/bench_cli_start.py times them)."""
+    printed, modules = cli_imports("vault_node.cli", args, cwd=str(tmp_path))
+    assert printed
+    assert HEAVY.isdisjoint(modules), sorted(HEAVY & modules)

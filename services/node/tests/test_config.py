@@ -1,4 +1,5 @@
-"""Configuration (spec §3): defaults, YAML file, environment on top, secrets, validation."""
+"""Configuration (docs/design.md#configuration): defaults, YAML file, environment on top, secrets,
+validation."""
 
 from __future__ import annotations
 
@@ -159,6 +160,9 @@ def test_every_duration_setting_is_in_seconds_on_the_loaded_config(tmp_path: Pat
         max_stale=5400,
         heartbeat_interval=120,
         trash_retention=720 * 3600,
+        vault_scan_interval=5,
+        lease_margin=2,
+        replication_timeout=5,
     )
     assert set(DURATIONS) <= set(NodeConfig.model_fields)
 

@@ -53,7 +53,31 @@ def test_every_time_form_of_the_spec_is_read(text: str, expected: dt.datetime) -
     assert grammar.parse_time(text, NOW) == expected
 
 
-@pytest.mark.parametrize("text", ["tomorrow", "2026-02-30", "2026-13", "02.01.2026", "12:00"])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("yesterday", dt.datetime(2026, 3, 14, tzinfo=dt.UTC)),
+        ("this week", dt.datetime(2026, 3, 9, tzinfo=dt.UTC)),  # 15 March 2026 is a Sunday
+        ("since last week", dt.datetime(2026, 3, 2, tzinfo=dt.UTC)),
+        ("Last  Month", dt.datetime(2026, 2, 1, tzinfo=dt.UTC)),
+        ("this month", dt.datetime(2026, 3, 1, tzinfo=dt.UTC)),
+        ("last year", dt.datetime(2025, 1, 1, tzinfo=dt.UTC)),
+        ("in March", dt.datetime(2026, 3, 1, tzinfo=dt.UTC)),
+        ("since February", dt.datetime(2026, 2, 1, tzinfo=dt.UTC)),
+        ("in April", dt.datetime(2025, 4, 1, tzinfo=dt.UTC)),  # the last April, not the next
+        ("Sept 2024", dt.datetime(2024, 9, 1, tzinfo=dt.UTC)),
+        ("since 2026-01-02", dt.datetime(2026, 1, 2, tzinfo=dt.UTC)),
+    ],
+)
+def test_a_time_in_plain_words_is_the_start_of_the_day_week_month_or_year_it_names(
+    text: str, expected: dt.datetime
+) -> None:
+    assert grammar.parse_time(text, NOW) == expected
+
+
+@pytest.mark.parametrize(
+    "text", ["tomorrow", "2026-02-30", "2026-13", "02.01.2026", "12:00", "in Smarch", "next week"]
+)
 def test_an_unreadable_time_names_the_forms(text: str) -> None:
     with pytest.raises(ArgumentError, match="YYYY-MM-DD"):
         grammar.parse_time(text, NOW, "modified_after")

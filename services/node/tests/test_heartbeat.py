@@ -6,6 +6,7 @@ credential and never stop the node."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -60,7 +61,13 @@ class RunningCenter:
 @pytest_asyncio.fixture
 async def center(tmp_path: Path) -> AsyncIterator[RunningCenter]:
     """A real center (SQLite) under uvicorn on 127.0.0.1, served by this test's loop."""
-    settings = ct.settings(tmp_path / "center")  # info: the warnings tests capture pass
+    async with serving(tmp_path) as running:
+        yield running
+
+
+@contextlib.asynccontextmanager
+async def serving(tmp_path: Path, **overrides: Any) -> AsyncIterator[RunningCenter]:
+    settings = ct.settings(tmp_path / "center", **overrides)  # info: captured warnings pass
     app = create_center(settings)
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None, lifespan="on")
@@ -112,6 +119,12 @@ async def beat(node: Node) -> bool:
     return await asyncio.to_thread(node.heartbeat.beat_once)
 
 
+async def renew(node: Node) -> bool:
+    """One lease renewal now: the center adopts the vaults the node holds as primary copies."""
+    assert node.leases is not None
+    return await asyncio.to_thread(node.leases.renew_once)
+
+
 async def call(client: httpx.AsyncClient, token: str, tool: str, **arguments: Any) -> Any:
     message = {
         "jsonrpc": "2.0",
@@ -129,6 +142,7 @@ async def test_a_beat_reports_vaults_revocation_seq_and_checkpoint(
     center: RunningCenter, running: tuple[Node, Any]
 ) -> None:
     node, client = running
+    assert await renew(node)
     assert await beat(node)
     row = await center.node_row("node-a")
     state = node.verifier.revocation
@@ -140,7 +154,8 @@ async def test_a_beat_reports_vaults_revocation_seq_and_checkpoint(
     listed = (await center.http.get("/v1/vaults", headers=ct.ADMIN)).json()["vaults"]
     # The node's own loop may beat again meanwhile, a second later: last_seen only grows.
     assert [vault.pop("last_seen") >= row["last_seen"] for vault in listed] == [True]
-    assert listed == [{"name": "default", "node": "node-a", "mcp_url": RESOURCE, "reported": True}]
+    only = {"name": "default", "node": "node-a", "mcp_url": RESOURCE, "reported": True}
+    assert listed == [{**only, "replicas": [], "epoch": 1}]  # adopted at the first renewal
     health = (await client.get("/healthz")).json()
     assert health["heartbeat_age_seconds"] is not None
 
@@ -166,9 +181,10 @@ async def test_a_placed_vault_is_created_on_the_first_call_that_names_it(
     assert stats["isError"] is False, stats
     assert (vault_dir / "wiki").is_dir()
     assert (vault_dir / ".secondbrain" / "instructions.md").exists()
+    assert await renew(node)
     assert await beat(node)
     row = await center.node_row("node-a")
-    assert (row["vaults"], row["placements"]) == (["alice", "default"], ["alice"])
+    assert (row["vaults"], row["placements"]) == (["alice", "default"], ["alice", "default"])
     mine = ct.bearer(await ct.add_member(center.http, "alice", ["alice"]))
     listed = (await center.http.get("/v1/vaults", headers=mine)).json()["vaults"]
     assert [(v["name"], v["mcp_url"], v["reported"]) for v in listed] == [("alice", RESOURCE, True)]
@@ -283,7 +299,13 @@ async def test_a_center_that_is_down_fails_the_beat_not_the_node(
         with capture_logs() as logs:
             assert not await beat(node)
         assert node.heartbeat.sent["failed"] >= 1
-    assert {entry["event"] for entry in logs} == {"heartbeat_failed"}  # the beat at start too
+    # The lease loop still reaches the center, which logs in this process too (its events
+    # are dotted, `vault.adopt`, and its access lines name a `route`); the node logged only
+    # the failed beats, at start too.
+    node_events = {
+        entry["event"] for entry in logs if "." not in entry["event"] and "route" not in entry
+    }
+    assert node_events == {"heartbeat_failed"}
 
 
 def test_placements_from_the_answer_keep_only_vault_names() -> None:
@@ -344,3 +366,52 @@ def test_the_credential_comes_from_a_file_and_stays_out_of_the_repr(tmp_path: Pa
     assert config.heartbeat
     assert "sbn_from_a_file" not in repr(config)
     assert config.state_dir == tmp_path / ".node"
+
+
+@pytest.mark.asyncio
+async def test_a_beat_learns_where_every_vault_lives_and_the_one_address(
+    tmp_path: Path,
+) -> None:
+    one = "https://brain.test/mcp"
+    async with serving(tmp_path, mcp_url=one) as center:
+        other = await center.register("node-b", "https://node-b.test/mcp")
+        reported = await center.http.post(
+            "/v1/nodes/heartbeat",
+            json={"vaults": ["far"]},
+            headers={"Authorization": f"Bearer {other}"},
+        )
+        assert reported.status_code == 200, reported.text
+        credential = await center.register("node-a")
+        config = node_config(tmp_path, center, node_credential=credential)
+        app = await asyncio.to_thread(create_app, config)
+        async with app.router.lifespan_context(app):
+            node: Node = app.state.node
+            assert await beat(node)
+            far = node.directory.get("far")
+            assert far is not None
+            assert far.nodes == ("https://node-b.test/mcp",)
+            own = node.directory.get("default")
+            assert own is not None
+            assert own.nodes[0] == RESOURCE  # its primary first (node-b may hold a replica)
+            assert node.deployment == one
+            assert node.verifier.deployment == one
+            token = mint(center.key, audience=one)
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url=PUBLIC_URL) as client:
+                listed = await call(client, token, "vault_list")
+            rows = listed["structuredContent"]["vaults"]
+            assert [(row["name"], row.get("remote")) for row in rows] == [
+                ("default", None),
+                ("far", True),
+            ]
+
+
+@pytest.mark.asyncio
+async def test_without_a_one_address_a_node_forwards_nothing(
+    center: RunningCenter, running: tuple[Node, Any]
+) -> None:
+    node, _ = running
+    assert await beat(node)
+    assert node.directory.get("default") is not None
+    assert node.deployment is None
+    assert node.forwarder.deployment is None

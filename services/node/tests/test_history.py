@@ -1,4 +1,4 @@
-"""History tools (spec §13.8): revisions, diffs between them, restore, and versioning off."""
+"""History tools (docs/design.md#tools): revisions, diffs between them, restore, versioning off."""
 
 from __future__ import annotations
 

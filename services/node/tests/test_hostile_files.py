@@ -6,6 +6,7 @@ a real `secondbrain serve`. No log line names a host path."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -206,3 +207,22 @@ def test_secondbrain_serve_starts_and_serves_over_a_vault_of_hostile_files(
     assert "file_skipped" in log
     assert str(tmp_path) not in log
     assert "Traceback" not in log
+
+
+@pytest.mark.asyncio
+async def test_a_name_that_is_not_utf8_made_while_the_node_runs_leaves_vault_stats_current(
+    start_node: NodeFactory,
+) -> None:
+    node = await start_node({"wiki/a.md": "# A\n"}, watch=True)
+    vault = node.data / "default"
+    with open(os.fsencode(vault / "wiki") + b"/caf\xe9.md", "wb") as handle:
+        handle.write(b"# Latin-1 name\n")
+    (vault / "wiki" / "later.md").write_text("# Later\n", encoding="utf-8")
+    for _ in range(150):
+        found = await node.ok("vault_stats", {})
+        if found["stats"]["notes"] == 2:
+            break
+        await asyncio.sleep(0.1)
+    assert found["stats"]["notes"] == 2
+    assert found["stats"]["skipped"] == 1
+    assert found["skipped"] == [{"path": "wiki/caf\\xe9.md", "reason": "bad_name"}]

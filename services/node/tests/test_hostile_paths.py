@@ -31,6 +31,8 @@ HOSTILE = [
     "\ud83d",
     "wiki/\u202egpj",  # shows as "jpg" reversed: a name passing for another
     "wiki/x\x85y",
+    "wiki/" + "x" * 256,  # a name no file system holds
+    "é" * 128 + "/x",
     # through links into the vault's own dot folders (made in the test)
     "link-git/config",
     "link-git/new",
@@ -131,3 +133,11 @@ async def test_a_hostile_path_is_refused_and_touches_nothing(
     after = snapshot(outside)
     changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
     assert all(k.startswith("data/default/.secondbrain/index.db") for k in changed), changed
+
+
+async def test_a_name_that_md_makes_too_long_is_an_invalid_path(start_node: NodeFactory) -> None:
+    node = await start_node()
+    for tool, others in (("note_read", {}), ("note_create", {}), ("note_move", {"to": "x"})):
+        code, message = await node.fails(tool, {**others, "path": "wiki/" + "x" * 253})
+        assert code == "invalid_path", tool
+        assert "longer than 255 bytes" in message

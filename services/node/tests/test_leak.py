@@ -1,4 +1,5 @@
-"""Spec §15/§20: over a broad matrix of calls, no note content and no token in any log line."""
+"""Over a broad matrix of calls, no note content and no token in any log line
+(docs/design.md#tool-call-log, docs/design.md#testing)."""
 
 from __future__ import annotations
 

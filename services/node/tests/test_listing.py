@@ -10,7 +10,8 @@ import pytest
 from vault_node.registry import TOOLS
 from vault_node.testing import Harness
 
-LIST_BUDGET = 40 * 1024
+LIST_BUDGET = 32 * 1024
+"""Clients start deferring or dropping tools above tens of KB; it was 39.5 KB."""
 
 
 async def _listed(node: Harness) -> tuple[bytes, list[dict[str, object]]]:
@@ -20,7 +21,7 @@ async def _listed(node: Harness) -> tuple[bytes, list[dict[str, object]]]:
 
 
 @pytest.mark.asyncio
-async def test_the_owner_s_whole_tool_list_fits_in_40_kb(node: Harness) -> None:
+async def test_the_owner_s_whole_tool_list_fits_in_32_kb(node: Harness) -> None:
     body, listed = await _listed(node)
     assert len(listed) == len(TOOLS)
     assert len(body) <= LIST_BUDGET, f"tools/list is {len(body)} bytes"

@@ -13,26 +13,9 @@ import pytest
 
 from tickets import SigningKey
 from tickets import testing as tt
-from vault_node.lock import NODE_LOCK, DataDirBusyError, exclusive
 from vault_node.testing import free_port, serving_node
 
 CLI = [sys.executable, "-c", "from vault_node.cli import main; main()"]
-
-
-def test_a_second_holder_is_refused_with_the_first_ones_pid(tmp_path: Path) -> None:
-    with exclusive(tmp_path, NODE_LOCK, "secondbrain serve"):
-        with (
-            pytest.raises(DataDirBusyError) as refused,
-            exclusive(tmp_path, NODE_LOCK, "secondbrain reindex"),
-        ):
-            pytest.fail("two holders of one lock")
-        assert refused.value.pid == os.getpid()
-        assert str(refused.value) == (
-            f"another `secondbrain serve` (pid {os.getpid()}) uses this data directory"
-        )
-    with exclusive(tmp_path, NODE_LOCK, "secondbrain reindex"):
-        text = (tmp_path / NODE_LOCK).read_text()
-    assert text == f"{os.getpid()} secondbrain reindex\n"
 
 
 def files_under(root: Path) -> dict[str, tuple[int, int]]:

@@ -1,5 +1,6 @@
-"""Prometheus metrics (spec §16): off by default, the endpoint's order of refusals, a key in
-two spellings, low-cardinality labels, tool histograms, and no note or user in any series."""
+"""Prometheus metrics (docs/design.md#metrics): off by default, the endpoint's order of refusals,
+a key in two spellings, low-cardinality labels, tool histograms, and no note or user in any
+series."""
 
 from __future__ import annotations
 

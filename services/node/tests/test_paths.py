@@ -4,14 +4,17 @@
 from __future__ import annotations
 
 import base64
+import os
 import random
+import unicodedata
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
 
-from vault_node.testing import Harness, NodeFactory
+from tickets import Reach
+from vault_node.testing import Harness, NodeFactory, steady, write_files
 
 pytestmark = pytest.mark.asyncio
 
@@ -285,16 +288,6 @@ READ_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("vault_stats", {}),
     ("vault_review", {}),
 ]
-VOLATILE = ("modified", "last_modified", "score", "mtime", "content_hash", "updated", "when")
-
-
-def steady(value: Any) -> Any:
-    """An answer without what differs between two folders written at different moments."""
-    if isinstance(value, dict):
-        return {k: steady(v) for k, v in value.items() if k not in VOLATILE}
-    if isinstance(value, list):
-        return [steady(v) for v in value]
-    return value
 
 
 async def test_every_read_tool_answers_as_over_a_vault_of_only_the_visible_notes(
@@ -367,7 +360,9 @@ async def test_no_write_tool_changes_a_byte_outside_the_write_rules(node: Harnes
     assert outside_write_rules(node) == before
 
 
-FOLDERS = ["a", "a/b", "a/b/c", "ab", "b", "b/a", "journal/2026"]
+FOLDERS = ["a", "a/b", "a/b/c", "ab", "b", "b/a", "b/A", "café", "café/é", "journal/2026"]
+"""Rules name these folders in NFC; the vaults store them decomposed (NFD), as macOS does,
+and `b/A` is excluded with `b/a`."""
 WORDS = ["apple", "berry", "cherry", "date", "elder"]
 
 
@@ -390,14 +385,26 @@ def random_vault(rng: random.Random) -> tuple[dict[str, str | bytes], dict[str, 
     below = [f for f in FOLDERS if f not in read and any(f.startswith(r + "/") for r in read)]
     exclude = rng.sample(below, 1) if below and rng.random() < 0.5 else []
     files[f"{read[0]}/seen.md"] = "# Seen\n\napple [[n0]]\n"  # one visible note at least
-    return files, {"read": read, "write": [read[0]], "exclude": exclude}
+    stored = {unicodedata.normalize("NFD", rel): text for rel, text in files.items()}
+    return stored, {"read": read, "write": [read[0]], "exclude": exclude}
+
+
+def plant_links(root: Path, rng: random.Random, files: dict[str, str | bytes]) -> list[Path]:
+    """Symbolic links to notes and folders, from anywhere: none is a note of its own."""
+    planted = []
+    for i in range(rng.randint(1, 4)):
+        link = root / unicodedata.normalize("NFD", f"{rng.choice(FOLDERS)}/link{i}")
+        target = root / rng.choice([*files, *(unicodedata.normalize("NFD", f) for f in FOLDERS)])
+        if target.name.endswith(".md"):
+            link = link.with_name(link.name + ".md")
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(os.path.relpath(target, link.parent))
+        planted.append(link)
+    return planted
 
 
 def reads(rules: dict[str, Any], rel: str) -> bool:
-    def under(folder: str) -> bool:
-        return rel.startswith(folder + "/")
-
-    return any(map(under, rules["read"])) and not any(map(under, rules["exclude"]))
+    return Reach.of(rules["read"], rules["write"], rules["exclude"]).reads(rel)
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -407,6 +414,8 @@ async def test_random_vaults_and_rules_read_as_vaults_of_only_the_visible_notes(
     rng = random.Random(seed)
     files, rules = random_vault(rng)
     visible = {rel: text for rel, text in files.items() if reads(rules, rel)}
+    write_files(tmp_path / "data" / "default", files)
+    plant_links(tmp_path / "data" / "default", rng, files)
     whole = await start_node(files)
     part = await start_node(visible, data_dir=tmp_path / "part")
     token = whole.token("read write delete", paths={"default": rules})
@@ -429,10 +438,12 @@ async def test_random_vaults_and_rules_read_as_vaults_of_only_the_visible_notes(
 
 @pytest.mark.parametrize("seed", range(8))
 async def test_random_writes_under_random_rules_change_nothing_outside_them(
-    start_node: NodeFactory, seed: int
+    start_node: NodeFactory, tmp_path: Path, seed: int
 ) -> None:
     rng = random.Random(seed)
     files, rules = random_vault(rng)
+    write_files(tmp_path / "data" / "default", files)
+    links = plant_links(tmp_path / "data" / "default", rng, files)
     node = await start_node(files)
     token = node.token("read write delete", paths={"default": rules})
     root = node.data / "default"
@@ -442,8 +453,11 @@ async def test_random_writes_under_random_rules_change_nothing_outside_them(
             p.relative_to(root).as_posix(): p.read_bytes()
             for p in root.rglob("*")
             if p.is_file()
+            and not p.is_symlink()  # a link is judged where it leads, the file there itself
             and not {".git", ".secondbrain", ".trash"} & set(p.parts)
-            and not p.relative_to(root).as_posix().startswith(rules["write"][0] + "/")
+            and not unicodedata.normalize("NFC", p.relative_to(root).as_posix()).startswith(
+                rules["write"][0] + "/"
+            )
         }
 
     before = outside()
@@ -466,3 +480,4 @@ async def test_random_writes_under_random_rules_change_nothing_outside_them(
         )
         await node.call(tool, arguments, token=token)
     assert outside() == before
+    assert all(link.is_symlink() for link in links)  # none replaced by a copy

@@ -1,5 +1,5 @@
-"""The read tools (spec §13.1, §13.2, task_list, attachment_list, daily_range) against a
-real vault: results, defaults, and every error the spec names."""
+"""The read tools (docs/design.md#tools, task_list, attachment_list, daily_range) against a
+real vault: results, defaults, and every error docs/design.md#errors names."""
 
 from __future__ import annotations
 

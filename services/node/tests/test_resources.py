@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from vault_node.resources import PAGE, parse_uri, uri_of
+from vault_node.resources import PAGE
 from vault_node.testing import Harness, NodeFactory
 
 
@@ -22,12 +22,6 @@ async def _list_all(node: Harness, token: str | None = None) -> list[dict[str, A
             return found
         params = {"cursor": result["nextCursor"]}
     raise AssertionError("the cursor never ended")
-
-
-def test_a_uri_names_the_vault_and_the_path_percent_encoded() -> None:
-    uri = uri_of("default", "wiki/a note#1.md")
-    assert uri == "secondbrain://default/wiki/a%20note%231.md"
-    assert parse_uri(uri) == ("default", "wiki/a note#1.md")
 
 
 @pytest.mark.asyncio

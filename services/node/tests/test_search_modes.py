@@ -66,3 +66,21 @@ async def test_note_related_counts_closeness_in_meaning(start_node: NodeFactory)
     assert related[0]["path"] == "b.md"
     plain = await start_node(files)
     assert (await plain.ok("note_related", {"path": "a"}))["related"] == []
+
+
+async def test_max_tokens_gives_the_best_passages_within_the_budget(node: Harness) -> None:
+    found = await node.ok("note_search", {"query": "bucket size", "max_tokens": 60})
+    assert found["hits"][0]["path"] == "wiki/rate-limiting.md"
+    passages = found["passages"]
+    assert passages[0] == {
+        "path": "wiki/rate-limiting.md",
+        "title": "Rate limiting",
+        "section": "Details",
+        "text": "## Details\n\nBucket size is 600 per minute.",
+        "tokens": 11,
+        "why": 'section "Details" holds bucket, size',
+        "cut": "",
+    }
+    assert sum(p["tokens"] for p in passages) <= 60
+    assert all(p["cut"] in {"", "sentence", "mid-sentence"} for p in passages)
+    assert "passages" not in await node.ok("note_search", {"query": "bucket size"})

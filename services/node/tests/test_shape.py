@@ -64,7 +64,7 @@ FLOATS = st.floats(allow_nan=False, allow_infinity=False)
 
 @given(st.recursive(SCALARS, _nest, max_leaves=30))
 def test_encode_writes_what_the_standard_library_writes(value: Any) -> None:
-    # The fast encoder must not change a byte of the text content the spec fixes (§7.6):
+    # The fast encoder must not change a byte of the text content (docs/design.md#result-shape):
     # indented JSON, UTF-8, lone surrogates included (they take the slow path).
     assert encode(value) == json.dumps(value, ensure_ascii=False, indent=2)
 

@@ -31,6 +31,7 @@ FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 pytestmark = pytest.mark.slow
 
 CLI = [sys.executable, "-c", "from vault_node.cli import main; main()"]
+CENTER_CLI = [sys.executable, "-c", "from center.cli import main; main()"]
 DEADLINE = 120.0  # generous: first start runs the center's migrations and indexes two vaults
 
 
@@ -236,6 +237,32 @@ def test_the_printed_sign_in_works_for_an_oauth_client(running: Up) -> None:
     assert password not in running.output
 
 
+def test_the_printed_console_address_signs_the_owner_in(running: Up) -> None:
+    console = re.search(
+        r"Console:\s+(\S+)\n\s+\(in a browser; sign in as (\S+) with", running.output
+    )
+    sign_in = re.search(r"OAuth sign-in: member (\S+), password in (\S+)", running.output)
+    center = re.search(r"center\s+(http://\S+)", running.output)
+    assert console
+    assert sign_in
+    assert center
+    assert console[2] == sign_in[1]
+    password = Path(sign_in[2]).read_text().strip()
+    with httpx.Client(timeout=30.0, follow_redirects=True) as http:
+        landed = http.get(center[1])  # the center's bare address leads there too
+        assert landed.status_code == 200
+        assert str(landed.url) == f"{console[1]}/sign-in"
+        csrf = re.search(r'name="csrf" value="([^"]+)"', landed.text)
+        assert csrf
+        home = http.post(
+            f"{console[1]}/sign-in",
+            data={"username": console[2], "password": password, "csrf": csrf[1]},
+        )
+        assert home.status_code == 200
+        assert str(home.url).startswith(f"{console[1]}/")
+        assert "Sign out" in home.text
+
+
 def test_the_center_lists_the_vaults_with_the_nodes_mcp_url(running: Up, tmp_path: Path) -> None:
     url = re.search(r"MCP URL:\s+(\S+)", running.output)
     center = re.search(r"center\s+(http://\S+)", running.output)
@@ -347,6 +374,7 @@ def test_a_second_run_reuses_the_private_secrets_the_owner_and_the_vaults(
     second = launch(data, ports, "--json")
     after = json.loads(second.read_until("\n"))
     try:
+        assert (after["token"], after["token_id"]) == (before["token"], before["token_id"])
         assert secrets_of(data) == kept
         assert after["vaults"] == before["vaults"] == ["default", "demo"]
         assert sorted(p.relative_to(data) for p in (data / "vaults/demo").rglob("*.md")) == (
@@ -362,6 +390,36 @@ def test_a_second_run_reuses_the_private_secrets_the_owner_and_the_vaults(
     finally:
         assert second.stop(signal.SIGINT) == 0
     assert wait_gone(list(after["pids"].values())) == []
+
+
+def test_a_token_kept_for_another_address_is_replaced_and_revoked(
+    tmp_path: Path, ports: tuple[int, int], launch: Callable[..., Up]
+) -> None:
+    """`up` on other ports needs a token for the other URL: it mints one and revokes the
+    old one instead of leaving a live 90-day token behind at every run."""
+    data = tmp_path / "data"
+    first = launch(data, ports, "--json")
+    before = json.loads(first.read_until("\n"))
+    assert first.stop(signal.SIGTERM) == 0
+    second = launch(data, (free_port(), free_port()))
+    second.read_until("Ctrl-C stops both.")
+    token_id = re.search(
+        r"Token id:\s+(\S+)\s+\(to end it: secondbrain-center token revoke (\S+)\)", second.output
+    )
+    assert token_id
+    assert token_id[1] == token_id[2] != before["token_id"]
+    assert before["token"] not in second.output
+    center = re.search(r"center\s+(http://\S+)", second.output)
+    assert center
+    owner = (data / "center" / "owner.credential").read_text().strip()
+    listed = httpx.get(
+        f"{center[1]}/v1/tokens", headers={"Authorization": f"Bearer {owner}"}, timeout=30.0
+    ).json()["tokens"]
+    assert {row["jti"]: row["revoked"] is not None for row in listed} == {
+        before["token_id"]: True,
+        token_id[1]: False,
+    }
+    assert (data / "center" / "owner.token").stat().st_mode & 0o777 == 0o600
 
 
 @pytest.mark.parametrize("taken", ["center", "node"])
@@ -391,8 +449,11 @@ def test_a_second_up_on_one_data_dir_is_one_clear_line_and_rewrites_nothing(
     kept = {
         path: (path.read_bytes(), path.stat().st_mtime_ns)
         for path in [data / "node.yaml", *(data / "center").iterdir()]
-        if path.is_file()
+        # The running center writes its own database and audit log (lease renewals,
+        # heartbeats) all along: only what a second `up` could rewrite is compared.
+        if path.is_file() and not path.name.startswith(("center.db", "audit"))
     }
+    assert kept, "nothing to compare"
     second = launch(data, (free_port(), free_port()))
     code = second.process.wait(timeout=DEADLINE)
     second.read_rest()
@@ -403,3 +464,113 @@ def test_a_second_up_on_one_data_dir_is_one_clear_line_and_rewrites_nothing(
     ]
     assert {path: (path.read_bytes(), path.stat().st_mtime_ns) for path in kept} == kept
     assert running.process.poll() is None
+
+
+def vault_names(url: str, token: str) -> dict[str, bool]:
+    """vault_list as the printed token sees it: name → still opening."""
+    listed = mcp(url, token, "tools/call", {"name": "vault_list", "arguments": {}}, 9)["result"]
+    return {row["name"]: row.get("opening", False) for row in listed["structuredContent"]["vaults"]}
+
+
+def wait_for(check: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + DEADLINE
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"never: {what}")
+        time.sleep(0.2)
+
+
+def test_a_vault_folder_added_to_a_running_node_is_served_and_reported(
+    running: Up, tmp_path: Path
+) -> None:
+    """Copied in, or made by `vault create` with its defaults: the node finds the folder at
+    its next scan, lists it, and the center places members on it without --unplaced."""
+    url = re.search(r"MCP URL:\s+(\S+)", running.output)
+    token = re.search(r"Bearer token:\s+(\S+)", running.output)
+    center = re.search(r"center\s+(http://\S+)", running.output)
+    assert url
+    assert token
+    assert center
+    copied = tmp_path / "data" / "vaults" / "scratch2"
+    copied.mkdir()
+    (copied / "idea.md").write_text("# Idea\n\nA note copied in by hand.\n")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("SECONDBRAIN_")}
+    created = subprocess.run(
+        [*CLI, "vault", "create", "notes"],
+        cwd=tmp_path,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert created.returncode == 0, created.stderr
+    assert (tmp_path / "data" / "vaults" / "notes").is_dir()
+    assert str(tmp_path / "data" / "vaults") in created.stdout
+    assert not (tmp_path / "data" / "notes").exists()
+
+    wait_for(lambda: {"scratch2", "notes"} <= vault_names(url[1], token[1]).keys(), "vault_list")
+    admin = (tmp_path / "data" / "center" / "admin.token").read_text().strip()
+
+    def at_center() -> set[str]:
+        answer = httpx.get(
+            f"{center[1]}/v1/vaults", headers={"Authorization": f"Bearer {admin}"}, timeout=30.0
+        )
+        return {v["name"] for v in answer.json()["vaults"] if v["mcp_url"] == url[1]}
+
+    wait_for(lambda: {"scratch2", "notes"} <= at_center(), "the center lists them")
+    member = subprocess.run(
+        [*CENTER_CLI, "member", "add", "carol", "--vault", "scratch2"],
+        env={**clean, "SECONDBRAIN_CENTER_URL": center[1], "SECONDBRAIN_CENTER_ADMIN_TOKEN": admin},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert member.returncode == 0, member.stdout + member.stderr
+    wait_for(lambda: not vault_names(url[1], token[1])["scratch2"], "scratch2 opened")
+    found = mcp(
+        url[1],
+        token[1],
+        "tools/call",
+        {"name": "note_read", "arguments": {"vault": "scratch2", "path": "idea.md"}},
+        10,
+    )["result"]
+    assert not found["isError"], found
+
+
+def test_a_rotated_owner_credential_needs_no_file_deleted(
+    tmp_path: Path, ports: tuple[int, int], launch: Callable[..., Up]
+) -> None:
+    """What the quickstart says: rotate the owner's credential with the CLI, restart `up`,
+    and it keeps a working credential and prints a working token on its own."""
+    data = tmp_path / "data"
+    first = launch(data, ports, "--json")
+    before = json.loads(first.read_until("\n"))
+    admin = (data / "center" / "admin.token").read_text().strip()
+    old_credential = (data / "center" / "owner.credential").read_text().strip()
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("SECONDBRAIN_")}
+    rotated = subprocess.run(
+        [*CENTER_CLI, "member", "set", "owner", "--rotate-credential"],
+        env={
+            **clean,
+            "SECONDBRAIN_CENTER_URL": before["center_url"],
+            "SECONDBRAIN_CENTER_ADMIN_TOKEN": admin,
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert rotated.returncode == 0, rotated.stdout + rotated.stderr
+    assert first.stop(signal.SIGTERM) == 0
+    second = launch(data, ports, "--json")
+    after = json.loads(second.read_until("\n"))
+    assert after["token_id"] != before["token_id"]
+    assert (data / "center" / "owner.credential").read_text().strip() != old_credential
+    listed = mcp(after["mcp_url"], after["token"], "tools/call", {"name": "vault_list"}, 2)
+    assert not listed["result"]["isError"], listed
+    demo = next(v for v in listed["result"]["structuredContent"]["vaults"] if v["name"] == "demo")
+    quickstart = (Path(__file__).resolve().parents[3] / "docs" / "quickstart.md").read_text()
+    assert demo["notes"] == 13
+    assert "counts thirteen notes" in quickstart

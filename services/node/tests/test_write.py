@@ -1,4 +1,4 @@
-"""The tools that create and change single notes (spec §13.3, §13.4, task_toggle,
+"""The tools that create and change single notes (docs/design.md#tools, task_toggle,
 attachment_put, vault_create): the common write response, conflicts, dry runs, errors."""
 
 from __future__ import annotations

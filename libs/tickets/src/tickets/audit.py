@@ -1,4 +1,4 @@
-"""The hash-chained audit record of DESIGN §5.6: hashing, signed checkpoints, verification.
+"""The hash-chained audit record (docs/design.md#audit-log): hashing, checkpoints, verification.
 
 `hash = SHA-256(DOMAIN_TAG ‖ RFC 8785 JSON of the record without hash)` and each record
 names its predecessor's hash, the first one 64 zeros. Verification streams line by line

@@ -1,4 +1,4 @@
-"""The claim set every token carries (DESIGN §5.3) and the lifetime bound of each kind.
+"""The claim set every token carries (docs/design.md#tokens) and the lifetime bound of each kind.
 
 One format serves three kinds. The kind follows from the signed claims, so no extra
 claim is needed: a `gid` makes a grant token (1-60 min), a `client_id` without one an

@@ -3,10 +3,13 @@
 A vault without rules is reached whole. A vault with rules is reached only under its
 `read` folders (none named: the whole vault), minus its `exclude` folders, and written only
 under its `write` folders (none named: wherever it may read; `[]`: nowhere), minus the same
-exclusions. Rules are vault-relative folder paths, cleaned by the same
-lexical rules the node applies to every path (spec §9: no `..`, no `.` segment, no
-absolute path, no empty segment); they match case-sensitively, as the vault stores its
-paths. The token carries them signed, as the claim `paths`:
+exclusions. Rules are vault-relative folder paths, cleaned by the same lexical rules the
+node applies to every path (docs/design.md#path-resolution: no `..`, no `.` segment, no
+absolute path, no empty segment). Rules and paths are compared in one normal form, NFC
+(`normal`): a folder stored decomposed on disk, as macOS writes names, is the folder its
+rule names. Read and write folders match case-sensitively; excluded folders match
+whatever the case (`folded`), since a case-insensitive file system (APFS, NTFS) opens
+`Secret/` for a path spelled `SECRET/`. The token carries them signed, as the claim `paths`:
 
     {"paths": {"team": {"read": ["projects/acme"], "write": ["projects/acme/inbox"],
                         "exclude": ["projects/acme/hr"]}}}
@@ -16,6 +19,7 @@ Delegation only narrows: `within(inner, outer)` says why rules are not inside ot
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 import unicodedata
@@ -70,6 +74,18 @@ def folder(raw: str) -> str:
 
 ROOT = ""
 """The folder that holds the whole vault: `read` of a vault with no read folders named."""
+
+
+def normal(path: str) -> str:
+    """`path` in the normal form rules are compared in: NFC (ASCII is already)."""
+    return path if path.isascii() else unicodedata.normalize("NFC", path)
+
+
+def folded(path: str) -> str:
+    """`path` as exclusions compare it: NFC, case-folded (`ß` as `ss`, `É` as `é`)."""
+    if path.isascii():
+        return path.lower()
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", path).casefold())
 
 
 def inside(path: str, prefix: str) -> bool:
@@ -127,14 +143,23 @@ class Reach:
         return cls(readable, writable, excluded)
 
     def reads(self, rel: str) -> bool:
-        """May the holder see the note, attachment or folder at vault-relative `rel`?"""
-        return any(inside(rel, r) for r in self.read) and not self.excluded(rel)
+        """May the holder see the note, attachment or folder at vault-relative `rel`, in
+        whatever normal form it is spelled?"""
+        path = normal(rel)
+        return any(inside(path, r) for r in self.read) and not self.excluded(path)
 
     def writes(self, rel: str) -> bool:
-        return any(inside(rel, w) for w in self.write) and not self.excluded(rel)
+        path = normal(rel)
+        return any(inside(path, w) for w in self.write) and not self.excluded(path)
 
     def excluded(self, rel: str) -> bool:
-        return any(inside(rel, e) for e in self.exclude)
+        """Is `rel` in an excluded folder, in any normal form and case?"""
+        path = folded(rel)
+        return any(inside(path, e) for e in self.folded_exclude)
+
+    @functools.cached_property
+    def folded_exclude(self) -> tuple[str, ...]:
+        return tuple(folded(e) for e in self.exclude)
 
     def to_claim(self) -> dict[str, list[str]]:
         claim = {} if self.read == (ROOT,) else {"read": list(self.read)}
@@ -158,13 +183,16 @@ class Reach:
             lists[key] = item
         return cls.of(lists["read"], lists["write"], lists["exclude"] or [])
 
-    def describe(self) -> str:
-        """For people: `read projects/acme, write projects/acme/inbox, except projects/acme/hr`."""
+    def describe(self, *, writes: bool = True) -> str:
+        """For people: `read projects/acme, write projects/acme/inbox, except projects/acme/hr`;
+        without `writes` (a scope that cannot write) the write folders are left out."""
 
         def folders(items: tuple[str, ...]) -> str:
             return "the whole vault" if items == (ROOT,) else ", ".join(items) or "nothing"
 
-        text = f"read {folders(self.read)}; write {folders(self.write)}"
+        text = f"read {folders(self.read)}"
+        if writes:
+            text += f"; write {folders(self.write)}"
         if self.exclude:
             text += "; except " + ", ".join(self.exclude)
         return text

@@ -1,4 +1,5 @@
-"""The signed revocation snapshot (DESIGN §5.5) and a node's view of the newest one.
+"""The signed revocation snapshot (docs/design.md#revocation-feed) and a node's view of the
+newest one.
 
 A node keeps the highest `seq` it has seen and refuses a rollback. One that never got a
 snapshot cannot know what was revoked, so it refuses every token; one whose snapshot is
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from tickets import jws
@@ -60,14 +61,6 @@ class RevocationSnapshot:
             other.min_gen,
             other.revoked_kids,
         )
-
-    def pruned(self, now: int) -> RevocationSnapshot:
-        """Without grant and token ids that expired (plus skew) before `now`."""
-
-        def live(ids: IdMap) -> dict[str, int]:
-            return {i: exp for i, exp in ids.items() if exp + SKEW >= now}
-
-        return replace(self, grants=live(self.grants), tokens=live(self.tokens))
 
     def to_payload(self) -> dict[str, Any]:
         return {

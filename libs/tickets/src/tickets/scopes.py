@@ -3,7 +3,9 @@
 Wire scopes are bundles; tokens carry only the atomic permissions they expand to
 (`read`, `write`, `delete`, `manage`), never a bundle or a wildcard. `manage` is the
 vault-level permission (today: `vault_create`) that only `allow_all` includes. A role
-caps what its member may hold, and a delegated child never exceeds its parent.
+caps what its member may hold, and a delegated child never exceeds its parent. This
+module holds the rules; whether a verified token may call a tool is asked of it alone
+(`tickets.verify.Ticket.allows`, `.require`, `.sees_content`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from collections.abc import Iterable, Mapping
 from typing import Literal, cast, get_args
 
 from tickets.errors import (
-    InsufficientScopeError,
     ScopeExceededError,
     UnknownRoleError,
     UnknownScopeError,
@@ -113,16 +114,8 @@ def scope_name(permissions: Iterable[str]) -> Scope | None:
 
 
 def role_cap(role: str) -> Permissions:
+    """The most a member of `role` may hold: a token's scope is cut to it."""
     return EXPANSION[ROLE_CAPS[parse_role(role)]]
-
-
-def cap(permissions: str | Iterable[str], role: str) -> Permissions:
-    """What a member of `role` may actually hold of `permissions`."""
-    return as_permissions(permissions) & role_cap(role)
-
-
-def within_role(permissions: str | Iterable[str], role: str) -> bool:
-    return as_permissions(permissions) <= role_cap(role)
 
 
 def narrow(parent: str | Iterable[str], child: str | Iterable[str]) -> Permissions:
@@ -149,19 +142,3 @@ def needed(kind: ToolKind, *, displaces: bool = False) -> Permissions:
     an existing note or attachment, which needs `delete` as well."""
     base = NEEDED[kind]
     return base | NEEDED["delete"] if displaces else base
-
-
-def allows(held: Iterable[str], kind: ToolKind, *, displaces: bool = False) -> bool:
-    return needed(kind, displaces=displaces) <= frozenset(held)
-
-
-def require(held: Iterable[str], kind: ToolKind, *, displaces: bool = False) -> None:
-    """Raise InsufficientScopeError (answer 403) unless `held` covers the tool."""
-    need, have = needed(kind, displaces=displaces), frozenset(held)
-    if not need <= have:
-        raise InsufficientScopeError(need, have)
-
-
-def sees_content(held: Iterable[str]) -> bool:
-    """False for a write-only caller: it may only add, and is told nothing of what is there."""
-    return "read" in frozenset(held)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import subprocess
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -142,3 +144,33 @@ def verifier(
         clock=lambda: now,
         **options,
     )
+
+
+_LOADED = """
+import json, sys
+from {module} import main
+sys.argv = [{module!r}, *sys.argv[1:]]
+try:
+    main()
+except SystemExit:
+    pass
+print(json.dumps(sorted({{m.split(".")[0] for m in sys.modules}})))
+"""
+
+
+def cli_imports(
+    module: str, args: list[str], env: Mapping[str, str] | None = None, cwd: str | None = None
+) -> tuple[str, set[str]]:
+    """Run the CLI `module`'s `main` with `args` in a fresh interpreter: what it printed,
+    and the top-level packages it had imported by the end (what a verb costs to start)."""
+    done = subprocess.run(  # noqa: S603 — our own interpreter, a module tests name
+        [sys.executable, "-c", _LOADED.format(module=module), *args],
+        env=None if env is None else dict(env),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    *printed, modules = done.stdout.strip().splitlines()
+    return "\n".join(printed), set(json.loads(modules))

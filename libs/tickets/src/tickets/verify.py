@@ -1,4 +1,4 @@
-"""A node's offline verification of an access token, in the order DESIGN §5.3 fixes.
+"""A node's offline verification of an access token, in the order docs/design.md#tokens fixes.
 
 Every check fails closed and raises TokenError with one machine-readable reason: the
 node answers the same 401 to all of them and logs the reason. Only a missing permission
@@ -68,6 +68,9 @@ class Ticket:
     kid: str
     stale: bool = False
     paths: Paths = NO_PATHS
+    aud: tuple[str, ...] = ()
+    """The token's audiences, canonical (a node forwards a call only for a token that names
+    the deployment's one address)."""
 
     def allows_vault(self, vault: str) -> bool:
         return self.vaults == (ALL_VAULTS,) or vault in self.vaults
@@ -76,12 +79,24 @@ class Ticket:
         """The token's path rules in `vault`: None when it reaches the whole vault."""
         return self.paths.reach(vault)
 
+    def allows(self, kind: ToolKind, *, displaces: bool = False) -> bool:
+        """Whether this token may now call a tool of `kind` — the one answer the node gives
+        (`tools/list`, dispatch and `require` all ask it); `displaces` marks an overwrite
+        that replaces an existing note or attachment."""
+        return needed(kind, displaces=displaces) <= self.permissions
+
+    @property
+    def sees_content(self) -> bool:
+        """False for a write-only caller: it may only add, and is told nothing of what is
+        there (docs/security.md)."""
+        return "read" in self.permissions
+
     def require(self, kind: ToolKind, *, displaces: bool = False) -> None:
         """Pass, or raise: TokenError("stale") if only staleness withholds the permission
         (answer 401), InsufficientScopeError if the token never had it (answer 403)."""
-        need = needed(kind, displaces=displaces)
-        if need <= self.permissions:
+        if self.allows(kind, displaces=displaces):
             return
+        need = needed(kind, displaces=displaces)
         if self.stale and need <= self.granted:
             _refuse("stale", "revocation snapshot too old for writes; retry when it is fresh")
         raise InsufficientScopeError(need, self.permissions)
@@ -90,6 +105,8 @@ class Ticket:
 class Verifier:
     """Verifies access tokens for one node (`audience`) against one issuer.
 
+    `deployment`, when set, is the deployment's one MCP address, accepted as audience
+    besides the node's own (it may be set later: the node learns it from the center).
     `revocation` is the node's live RevocationState; `read_when_stale` decides whether
     reads continue once its snapshot is older than `max_stale` (writes never do)."""
 
@@ -100,6 +117,7 @@ class Verifier:
         issuer: str,
         audience: str,
         revocation: RevocationState,
+        deployment: str | None = None,
         refresh: Refresh | None = None,
         refresh_interval: float = REFRESH_INTERVAL,
         max_stale: float = DEFAULT_MAX_STALE,
@@ -112,6 +130,7 @@ class Verifier:
         self.keys = keys
         self.issuer = issuer
         self.audience = canonical_resource(audience)
+        self._deployment = canonical_resource(deployment) if deployment else None
         self.revocation = revocation
         self.refresh = refresh
         self.refresh_interval = refresh_interval
@@ -187,7 +206,8 @@ class Verifier:
     def _check_claims(self, claims: Claims, now: float) -> None:
         if claims.iss != self.issuer:
             _refuse("bad_iss", f"issuer {claims.iss!r}")
-        if self.audience not in {canonical_resource(a) for a in claims.aud}:
+        named = {canonical_resource(a) for a in claims.aud}
+        if self.audience not in named and not self._names_deployment(named):
             _refuse("bad_aud", f"audience {list(claims.aud)!r} does not name this node")
         if max(claims.nbf, claims.iat) > now + self.skew:
             _refuse("not_yet_valid", f"nbf {claims.nbf}, iat {claims.iat}, now {int(now)}")
@@ -197,6 +217,17 @@ class Verifier:
             _refuse("lifetime", problem)
         if problem := claims.depth_problem():
             _refuse("depth", problem)
+
+    @property
+    def deployment(self) -> str | None:
+        return self._deployment
+
+    @deployment.setter
+    def deployment(self, url: str | None) -> None:
+        self._deployment = canonical_resource(url) if url else None
+
+    def _names_deployment(self, named: set[str]) -> bool:
+        return self._deployment is not None and self._deployment in named
 
     def _check_revocation(self, claims: Claims, kid: str, now: float) -> bool:
         snapshot = self.revocation.snapshot
@@ -235,4 +266,5 @@ def _ticket(claims: Claims, kid: str, *, stale: bool) -> Ticket:
         kid=kid,
         stale=stale,
         paths=claims.paths,
+        aud=tuple(canonical_resource(url) for url in claims.aud),
     )

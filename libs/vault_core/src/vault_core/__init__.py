@@ -1,10 +1,40 @@
 """Vault core: Markdown vaults as notes that tools can read and change safely.
 
-Paths (spec §9), notes and frontmatter (§8), the one write path (§11), section
-edits (§12), templates and layouts. No HTTP here; the node builds on this.
+The note model sits at the top: paths, notes and frontmatter, the one write path, section
+edits, templates and layouts (docs/design.md#data-model to docs/design.md#section-edits).
+Groups of their own: `index` (the per-vault SQLite cache and `watch`, the watcher that keeps
+it true), `words` (how text becomes words for the index and a question), `search` (full text,
+vectors, passages, answers from the index), `git` (the history) and `ops` (operations over
+many notes). This face and the groups' faces are what other packages import; no HTTP here,
+the node builds on this.
 """
 
-from vault_core.edit import DRY_RUN, NO_CHANGE, WriteOp, WriteResult, edit_frontmatter
+from vault_core import (
+    child,
+    copies,
+    deadline,
+    edit,
+    frontmatter,
+    layouts,
+    markdown,
+    note,
+    paths,
+    pdftext,
+    scope,
+    sections,
+    templates,
+    text,
+)
+from vault_core.check import Report, check_vault
+from vault_core.edit import (
+    DRY_RUN,
+    NO_CHANGE,
+    Edited,
+    Transform,
+    WriteOp,
+    WriteResult,
+    edit_frontmatter,
+)
 from vault_core.errors import (
     ATTACHMENT_LIMIT,
     ERROR_CODES,
@@ -23,6 +53,8 @@ from vault_core.errors import (
     NoteExistsError,
     NoteNotFoundError,
     NotFoundError,
+    PathNotFoundError,
+    ReplicationRefusedError,
     StorageError,
     TemplateNotFoundError,
     TooLargeError,
@@ -33,16 +65,17 @@ from vault_core.errors import (
     VaultExistsError,
     VersioningOffError,
 )
-from vault_core.frontmatter import Frontmatter
-from vault_core.gitstore import GitStore, Identity, Revision
-from vault_core.index import Index, ReconcileStats
-from vault_core.library import Library, OpenVault, Settings
+from vault_core.frontmatter import Frontmatter, Rfc3339, alias_values, tag_values
+from vault_core.git import GitStore, Identity, Revision
+from vault_core.index import Index, ReconcileStats, Watcher
+from vault_core.library import Library, OpenVault, Settings, VaultOpeningError
 from vault_core.markdown import Heading, Link, Task
 from vault_core.note import Note, parse
-from vault_core.paths import Entry, Resolved, check_vault_name
+from vault_core.paths import VAULT_NAME, Entry, Resolved, check_vault_name
+from vault_core.templates import clean_tags, new_note
 from vault_core.text import content_hash
-from vault_core.vault import ATTACHMENT_TYPES, Actor, Vault
-from vault_core.watch import Watcher
+from vault_core.vault import ATTACHMENT_TYPES, Actor, Vault, read_limited, rfc3339
+from vault_core.verbs import Verbs
 
 __all__ = [
     "ATTACHMENT_LIMIT",
@@ -51,9 +84,11 @@ __all__ = [
     "ERROR_CODES",
     "NOTE_LIMIT",
     "NO_CHANGE",
+    "VAULT_NAME",
     "Actor",
     "AmbiguousEditError",
     "AttachmentTypeError",
+    "Edited",
     "EncodingError",
     "Entry",
     "ExistsError",
@@ -76,26 +111,54 @@ __all__ = [
     "NoteExistsError",
     "NoteNotFoundError",
     "OpenVault",
+    "PathNotFoundError",
     "ReconcileStats",
+    "ReplicationRefusedError",
+    "Report",
     "Resolved",
     "Revision",
+    "Rfc3339",
     "Settings",
     "StorageError",
     "Task",
     "TemplateNotFoundError",
     "TooLargeError",
+    "Transform",
     "UnknownLayoutError",
     "UnknownRevisionError",
     "UnreadableAttachmentError",
     "Vault",
     "VaultError",
     "VaultExistsError",
+    "VaultOpeningError",
+    "Verbs",
     "VersioningOffError",
     "Watcher",
     "WriteOp",
     "WriteResult",
+    "alias_values",
+    "check_vault",
     "check_vault_name",
+    "child",
+    "clean_tags",
     "content_hash",
+    "copies",
+    "deadline",
+    "edit",
     "edit_frontmatter",
+    "frontmatter",
+    "layouts",
+    "markdown",
+    "new_note",
+    "note",
     "parse",
+    "paths",
+    "pdftext",
+    "read_limited",
+    "rfc3339",
+    "scope",
+    "sections",
+    "tag_values",
+    "templates",
+    "text",
 ]

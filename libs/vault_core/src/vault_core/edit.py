@@ -1,4 +1,4 @@
-"""The one write path (spec §11): every mutation of a note passes through `apply`.
+"""The one write path (docs/design.md#write-path): every mutation of a note passes through `apply`.
 
 Optimistic locking, dry run, trash-before-destroy, atomic replace, and what follows a write
 — the index brought up to date, one attributed commit — are properties of this module, not
@@ -29,17 +29,27 @@ from vault_core.errors import (
     VaultError,
 )
 from vault_core.frontmatter import Frontmatter, Rfc3339, plain_value
-from vault_core.gitstore import Identity
+from vault_core.git.store import Identity
 from vault_core.paths import Resolved
 from vault_core.text import Decoded, check_unicode, content_hash, decode, encode, same_hash
 from vault_core.vault import ATTACHMENT_TYPES, Actor, Vault, read_limited, rfc3339
 
 log = structlog.get_logger("vault_core")
 
-Transform = Callable[[str, bool], str]
+Transform = Callable[[str, bool], "str | Edited"]
+"""`transform(current_text, exists)`: the new text, or an `Edited` that says more."""
 
 NO_CHANGE = "no change"
 DRY_RUN = "dry run: nothing was written"
+
+
+@dataclass(frozen=True)
+class Edited:
+    """A transform's answer when it has more to tell than the new text: fields the write's
+    answer carries (`note_edit`'s count of replacements), made under the vault's lock."""
+
+    text: str
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -51,15 +61,15 @@ class WriteOp:
     expected_hash: str | None = None
     dry_run: bool = False
     reason: str | None = None  # commit message; None = no commit (summary commit follows)
-    commit_as: str | None = None  # a tool's name: commit as `<tool>: <path>` (unless `reason`)
-    skip_touch: bool = False  # leave created/updated alone (spec §11.5)
+    commit_as: str | None = None  # the caller's verb: commit as `<verb>: <path>` (or `reason`)
+    skip_touch: bool = False  # leave created/updated alone (docs/design.md#bookkeeping-writes)
     only_new: bool = False  # refuse an existing note before reading it: the answer is blind
     exists_hint: str = "read it first or pass overwrite"
 
 
 @dataclass
 class WriteResult:
-    """The common write response of spec §13.3, plus what the caller may need next."""
+    """The common write answer (docs/design.md#tool-contract) and what the caller needs next."""
 
     vault: str
     path: str
@@ -105,16 +115,17 @@ class _Current:
 
 
 def apply(vault: Vault, op: WriteOp, actor: Actor | None = None) -> WriteResult:
-    """Spec §11.1 steps 1-14, in order."""
+    """The steps of docs/design.md#write-steps, in order."""
     resolved = vault.resolve_for_write(op.path)
     with vault.lock:
         if op.only_new and resolved.abs.is_file():
             raise NoteExistsError(resolved.rel, op.exists_hint)
         current = _read_current(resolved)
         _check_expected(resolved.rel, op.expected_hash, current)
-        new_text = check_unicode(
-            op.transform(current.text, current.exists), f"the new text of {resolved.rel}"
-        )
+        edited = op.transform(current.text, current.exists)
+        if not isinstance(edited, Edited):
+            edited = Edited(edited)
+        new_text = check_unicode(edited.text, f"the new text of {resolved.rel}")
         if new_text != current.text and not op.skip_touch and new_text:
             new_text = touch(
                 new_text, rfc3339(vault.now()), before=current.text if current.exists else None
@@ -123,6 +134,7 @@ def apply(vault: Vault, op: WriteOp, actor: Actor | None = None) -> WriteResult:
             frontmatter.refuse_limits(new_text, resolved.rel, before=current.text)
         data = encode(new_text, current.decoded)
         result = _result(vault, resolved.rel, current, new_text, data, dry_run=op.dry_run)
+        result.extra.update(edited.extra)
         if not result.changed or op.dry_run:
             return result
         storage.write_atomic(
@@ -221,7 +233,7 @@ def _result(
 
 
 def touch(text: str, now: str, *, before: str | None = None) -> str:
-    """Maintain `created`/`updated` (spec §8.4) in the text a write produces.
+    """Maintain `created`/`updated` (docs/design.md#frontmatter-fields) in a write's text.
 
     Only where the note had a block (`before`, its text until now) or is new
     (`before` None): a hand-written note without metadata gets none. A rewrite
@@ -262,7 +274,8 @@ def delete(
     reason: str | None = "",
     actor: Actor | None = None,
 ) -> WriteResult:
-    """Spec §11.2: check the hash, copy to the trash, then remove. Never without a copy."""
+    """Check the hash, copy to the trash, then remove; never without a copy
+    (docs/design.md#delete)."""
     resolved = vault.resolve_for_write(path)
     with vault.lock:
         current = _read_current(resolved)
@@ -284,7 +297,7 @@ def delete(
             return result
         storage.remove_to_trash(resolved, current.data, vault.state_dir)
         result.warnings += reindex(vault, [resolved.rel])
-        message = f"note_delete: {resolved.rel}" if reason == "" else reason
+        message = f"{vault.verbs.delete}: {resolved.rel}" if reason == "" else reason
         if message:
             result.warnings += commit(vault, message, [resolved.rel], actor)
         return result
@@ -293,7 +306,7 @@ def delete(
 def move(
     vault: Vault, source: str, target: str, *, overwrite: bool = False, dry_run: bool = False
 ) -> tuple[Resolved, Resolved]:
-    """Rename a note. An overwritten target is copied to the trash first (DESIGN §3).
+    """Rename a note. An overwritten target is copied to the trash first (docs/design.md#delete).
 
     No index update and no commit here: note_move follows with link updates, then
     `reindex` and one summary `commit` of everything it touched.
@@ -339,5 +352,5 @@ def put_attachment(
         previous = read_limited(resolved, ATTACHMENT_LIMIT)[0] if existing else None
         storage.write_atomic(resolved, data, trash_from=previous, state_dir=vault.state_dir)
         warnings = reindex(vault, [resolved.rel])
-        warnings += commit(vault, f"attachment_put: {resolved.rel}", [resolved.rel], actor)
+        warnings += commit(vault, f"{vault.verbs.attach}: {resolved.rel}", [resolved.rel], actor)
         return resolved, warnings

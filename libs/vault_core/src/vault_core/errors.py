@@ -12,8 +12,13 @@ which call to make instead. No message ever contains an absolute host path.
     │   ├── FrontmatterError          invalid_argument   (block is not valid YAML)
     │   ├── InvalidTextError          invalid_argument   (a lone surrogate in new text)
     │   └── UnknownLayoutError        invalid_argument
+    ├── OutsideRulesError             forbidden          (a change outside the path rules)
+    ├── LinksOutsideRulesError        forbidden          (link updates would leave the rules)
+    ├── IncompleteError               (the cause's code) (stopped part-way; says what was done)
+    ├── TooManyNotesError             too_large          (more notes than the caller allowed)
     ├── NotFoundError                 not_found
     │   ├── NoteNotFoundError         not_found
+    │   ├── PathNotFoundError         not_found          (nothing at a note or attachment path)
     │   ├── TemplateNotFoundError     not_found
     │   └── UnknownRevisionError      not_found
     ├── ExistsError                   exists
@@ -26,6 +31,7 @@ which call to make instead. No message ever contains an absolute host path.
     ├── AttachmentTypeError           invalid_argument
     ├── UnreadableAttachmentError     unreadable         (a PDF or image that cannot be read)
     ├── VersioningOffError            versioning_off
+    ├── ReplicationRefusedError       replication_refused (a replica refused a pack: `reason`)
     ├── DeadlineError                 timeout            (the call ran past its deadline)
     └── StorageError                  internal           (an OS error, translated)
 """
@@ -230,11 +236,10 @@ class HashMismatchError(VaultError):
 class TooLargeError(VaultError):
     code = "too_large"
 
-    def __init__(self, path: str, size: int, limit: int) -> None:
-        super().__init__(
-            f"{path} is {size} bytes, over the limit of {limit} bytes; it is neither read "
-            "nor indexed"
-        )
+    def __init__(
+        self, path: str, size: int, limit: int, outcome: str = "it is neither read nor indexed"
+    ) -> None:
+        super().__init__(f"{path} is {size} bytes, over the limit of {limit} bytes; {outcome}")
         self.path = path
         self.size = size
         self.limit = limit
@@ -306,6 +311,18 @@ class DeadlineError(VaultError):
         self.seconds = seconds
 
 
+class ReplicationRefusedError(VaultError):
+    """A replica refused commits from its primary; `reason` is machine-readable
+    (head_mismatch, bad_pack, not_fast_forward, bad_path) and `head` is the replica's own."""
+
+    code = "replication_refused"
+
+    def __init__(self, reason: str, detail: str, head: str | None = None) -> None:
+        super().__init__(f"replication refused ({reason}): {detail}")
+        self.reason = reason
+        self.head = head
+
+
 class StorageError(VaultError):
     """An operating-system failure, translated at the library edge (no host paths)."""
 
@@ -326,6 +343,7 @@ ERROR_CODES = frozenset(
         "hash_mismatch",
         "too_large",
         "versioning_off",
+        "replication_refused",
         "timeout",
         "unreadable",
         "forbidden",

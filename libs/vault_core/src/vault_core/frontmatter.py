@@ -1,7 +1,7 @@
 """YAML frontmatter: found only at byte 0, kept byte-for-byte unless a field changes.
 
 ruamel.yaml's round-trip mode keeps key order, comments and quoting when a
-field does change, so a hand-written block comes out as it went in (spec §8.3).
+field does change, so a hand-written block comes out as it went in (docs/design.md#note-format).
 Both readers refuse alias bombs and deep nesting (`yamlread.check_graph`): such a
 block is unreadable on read and refused on write.
 """
@@ -64,7 +64,7 @@ class Split:
 def split(text: str) -> Split:
     """Find the frontmatter block: only at the very start, closed by `---` or `...`.
 
-    An unterminated block is no block at all: the whole text is body (spec §8.3).
+    An unterminated block is no block at all: the whole text is body (docs/design.md#note-format).
     """
     if not text.startswith(_OPEN):
         return Split(None, "", text, 0)
@@ -162,7 +162,7 @@ class Frontmatter:
 def refuse_limits(text: str, path: str, *, before: str = "") -> None:
     """Raise FrontmatterError when a write brings a block past an alias or nesting limit.
 
-    Other unreadable YAML is written as it is and reported on read (spec §8.3),
+    Other unreadable YAML is written as it is and reported on read (docs/design.md#note-format),
     and a block the write leaves as `before` had it is not looked at again.
     """
     found = split(text)
@@ -184,7 +184,7 @@ def join(yaml_text: str, body: str) -> str:
 
 
 def normalize_tag(tag: str) -> str:
-    """Spec §8.4: leading '#' removed, slashes at the edges removed, lowercase."""
+    """Leading '#' and edge slashes removed, lowercase (docs/design.md#frontmatter-fields)."""
     return tag.strip().lstrip("#").strip("/").strip().lower()
 
 

@@ -1,7 +1,7 @@
 """Vault layouts: the folders, templates and `instructions.md` a new vault starts with.
 
 The instructions are the vault's conventions for agents; they travel in the
-`initialize` answer (spec §7.3) and can be rewritten by hand at any time.
+`initialize` answer (docs/design.md#instructions) and can be rewritten by hand at any time.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The vaults of a data directory, each opened with its index, git history and watcher.
 
 This is what a node holds: every folder of `data_dir` with a valid vault name,
-or a fresh `default` vault when there is none (spec §8.1). A vault whose git
-repository cannot be opened still works, with versioning off (spec §11.6).
+or a fresh `default` vault when there is none (docs/design.md#vault-layout). A vault whose git
+repository cannot be opened still works, with versioning off (docs/design.md#git).
 """
 
 from __future__ import annotations
@@ -14,16 +14,17 @@ from pathlib import Path
 
 import structlog
 
-from vault_core import deadline, edit, layouts, paths
+from vault_core import copies, deadline, edit, layouts, paths
 from vault_core.edit import WriteOp, WriteResult
-from vault_core.embedding import Embedder
 from vault_core.errors import NotFoundError, VaultError, VersioningOffError
-from vault_core.gitstore import GitStore, Identity
-from vault_core.index import Index
+from vault_core.git.store import GitStore, Identity
+from vault_core.index.store import Index
+from vault_core.index.watch import Watcher
+from vault_core.search.embedding import Embedder
+from vault_core.search.vectors import VectorStore
 from vault_core.text import decode
 from vault_core.vault import Actor, Vault
-from vault_core.vectors import VectorStore
-from vault_core.watch import Watcher
+from vault_core.verbs import Verbs
 
 log = structlog.get_logger("vault_core")
 
@@ -32,9 +33,10 @@ OPEN_WAIT = 0.25
 """Seconds a call waits for a vault being opened before it is told to retry: a vault of a
 few hundred notes is ready within it."""
 RECOVERED = (
-    "vault_recover: changes on disk that history lacked "
-    "(a crash before their commit, or an edit while no node watched)"
+    "changes on disk that history lacked (a crash before their commit, or an edit while no "
+    "node watched)"
 )
+"""The subject of the commit that recovers them, after the vault's `recover` verb."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,8 @@ class Settings:
     watch: bool = True
     embedder: Embedder | None = field(default=None, compare=False)
     """Makes the vectors search ranks by meaning with, in the background (None: keywords only)."""
+    verbs: Verbs = field(default_factory=Verbs)
+    """What the commits vault_core makes begin with (vault_core.verbs)."""
 
 
 class OpenVault:
@@ -74,12 +78,14 @@ class OpenVault:
         actor: Actor | None = None,
     ) -> OpenVault:
         """Open index, git and watcher; a new repository first commits what is already there."""
-        vault = Vault(root, name)
+        vault = Vault(root, name, verbs=settings.verbs)
         index = Index.open(root, name)
         git, error = _open_git(root, name, settings)
         opened = cls(vault, index, git, error)
         if git is not None:
-            if git.empty:
+            if copies.is_replica(root):
+                _match_head(vault, git)
+            elif git.empty:
                 _import(vault, first_commit, actor)
             else:
                 _recover(vault, git)
@@ -109,7 +115,7 @@ class OpenVault:
         """Write a note back as it was at `revision`, through the normal write path.
 
         The current text goes to the trash and stays in history; `updated` is left
-        as the restored text has it (spec §11.5, §13.8).
+        as the restored text has it (docs/design.md#bookkeeping-writes).
         """
         git = self.history()
         resolved = self.vault.resolve_note(path)
@@ -120,7 +126,7 @@ class OpenVault:
             lambda _cur, _exists: old,
             dry_run=dry_run,
             skip_touch=True,
-            reason=f"note_restore: {resolved.rel} to {full[:12]}",
+            reason=f"{self.vault.verbs.restore}: {resolved.rel} to {full[:12]}",
         )
         result = edit.apply(self.vault, op, actor)
         result.extra["restored_from"] = full[:12]
@@ -156,7 +162,7 @@ def _import(vault: Vault, message: str | None, actor: Actor | None) -> None:
     if files:
         edit.commit(
             vault,
-            message or f"vault_import: {len(files)} files already in the folder",
+            message or f"{vault.verbs.import_}: {len(files)} files already in the folder",
             files,
             actor,
         )
@@ -168,12 +174,26 @@ def _recover(vault: Vault, git: GitStore) -> None:
     files = ((entry.rel, entry.size, entry.mtime_ns) for entry in vault.walk())
     try:
         git.clear_stale_locks()  # a kill during a commit's ref update leaves one behind
-        sha = git.commit_uncommitted(files, RECOVERED)
+        sha = git.commit_uncommitted(files, f"{vault.verbs.recover}: {RECOVERED}")
     except VaultError as exc:
         log.warning("git_recover_failed", vault=vault.name, error=exc.code)
         return
     if sha is not None:
         log.info("git_recovered", vault=vault.name, commit=sha[:12])
+
+
+def _match_head(vault: Vault, git: GitStore) -> None:
+    # A replica holds exactly its primary's commits: what differs on its disk (a receive
+    # a crash interrupted, a hand edit) is written back from HEAD, never committed.
+    files = ((entry.rel, entry.size, entry.mtime_ns) for entry in vault.walk())
+    try:
+        git.clear_stale_locks()
+        written = git.match_head(files)
+    except VaultError as exc:
+        log.warning("replica_match_failed", vault=vault.name, error=exc.code)
+        return
+    if written:
+        log.info("replica_matched_head", vault=vault.name, files=len(written))
 
 
 def _open_git(root: Path, name: str, settings: Settings) -> tuple[GitStore | None, str]:
@@ -304,6 +324,31 @@ class Library:
         with self._lock:
             return sorted({*self._vaults, *self._opening})
 
+    def open_new(self) -> list[str]:
+        """Begin opening, each on a thread of its own, every vault folder that appeared in
+        the data directory since it was last looked at; the names begun. `names` lists
+        them at once, `opening` until they are open."""
+        found = sorted(p.name for p in self.data_dir.iterdir() if self._is_vault_folder(p.name))
+        with self._lock:
+            known = self._vaults.keys() | self._opening.keys()
+            fresh = [name for name in found if name not in known]
+            for name in fresh:
+                self._begin(name)
+        return fresh
+
+    def _is_vault_folder(self, name: str) -> bool:
+        root = self.data_dir / name
+        return bool(paths.VAULT_NAME.fullmatch(name)) and root.is_dir() and not root.is_symlink()
+
+    def _begin(self, name: str) -> _Opening:
+        """Start opening `name` on its own thread (the caller holds the lock)."""
+        opening = self._opening[name] = _Opening()
+        opening.thread = threading.Thread(
+            target=self._open, args=(name, opening), name=f"open-{name}", daemon=True
+        )
+        opening.thread.start()
+        return opening
+
     def get(self, name: str) -> OpenVault:
         """An open vault; a folder that appeared since start is opened on first use.
 
@@ -316,16 +361,9 @@ class Library:
                 return opened
             opening = self._opening.get(name)
             if opening is None:
-                root = self.data_dir / name
-                if not (
-                    paths.VAULT_NAME.fullmatch(name) and root.is_dir() and not root.is_symlink()
-                ):
+                if not self._is_vault_folder(name):
                     raise _unknown(name)
-                opening = self._opening[name] = _Opening()
-                opening.thread = threading.Thread(
-                    target=self._open, args=(name, opening), name=f"open-{name}", daemon=True
-                )
-                opening.thread.start()
+                opening = self._begin(name)
         wait, limit = OPEN_WAIT, deadline.current()
         if limit is not None:
             wait = min(wait, max(0.0, limit.at - time.monotonic()))
@@ -356,11 +394,15 @@ class Library:
             opening.done.set()
 
     def create(self, name: str, layout: str = "wiki-raw", actor: Actor | None = None) -> OpenVault:
-        """Create a vault with its layout, open it, index it and commit `vault_create: <name>`."""
+        """Create a vault with its layout, open it, index it and commit `<create verb>: <name>`."""
         with self._lock:
             created = layouts.create(self.data_dir, name, layout)
             opened = OpenVault.open(
-                created.root, name, self.settings, first_commit=f"vault_create: {name}", actor=actor
+                created.root,
+                name,
+                self.settings,
+                first_commit=f"{self.settings.verbs.create}: {name}",
+                actor=actor,
             )
             self._vaults[name] = opened
         return opened

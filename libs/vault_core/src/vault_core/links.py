@@ -1,4 +1,4 @@
-"""Link resolution (spec §10.4, refined by DESIGN §3): which file a link points to.
+"""Link resolution (docs/design.md#link-resolution): which file a link points to.
 
 Steps, first hit wins: same note for an anchor-only link; `./` and `../`
 against the linking note's folder; leading `/` dropped; exact path; path +

@@ -2,7 +2,7 @@
 
 One pass over the lines. Fenced code (also inside callouts and list items) and
 inline code spans hide everything in them — the Obsidian Help vault is full of
-`[[Example]]` links that are examples, not links (DESIGN.md §3).
+`[[Example]]` links that are examples, not links (docs/design.md#note-format).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A note as tools see it: frontmatter, body, structure, title, tags and hash.
 
 Parsing never fails on content: invalid YAML leaves the note readable with
-`frontmatter_error` set, so a broken block is reported, not fatal (spec §8).
+`frontmatter_error` set, so a broken block is reported, not fatal (docs/design.md#note-format).
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ class Note:
 
     @cached_property
     def title(self) -> str:
-        """Frontmatter `title`, else the first `#` heading, else the file name (spec §8.4)."""
+        """Frontmatter `title`, else the first `#` heading, else the file name
+        (docs/design.md#frontmatter-fields)."""
         value = self.frontmatter.get("title")
         if value is not None and str(value).strip() and not isinstance(value, dict | list):
             return str(value).strip()

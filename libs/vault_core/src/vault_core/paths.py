@@ -1,8 +1,11 @@
 """Turning a caller's path into a file inside the vault, or refusing it.
 
 The invariant that keeps `.secondbrain/`, `.git/` and `.obsidian/` out of reach:
-no segment of a resolved path starts with a dot (spec §9, step 6) — neither of the
-path asked for nor of where its symbolic links lead, relative to the vault's real root.
+no segment of a resolved path starts with a dot (docs/design.md#path-resolution, step 6) —
+neither of the path asked for nor of where its symbolic links lead, relative to the vault's
+real root.
+Where a path leads (`Resolved.leads`) is also what the caller's path rules judge
+(`Vault.resolve`), so a link cannot carry a path past them either.
 """
 
 from __future__ import annotations
@@ -11,7 +14,6 @@ import errno
 import os
 import posixpath
 import re
-import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +25,8 @@ from vault_core.text import surrogate_at
 VAULT_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 TEMP_PREFIX = ".sbtmp-"
 MAX_PATH_BYTES = 1024
+MAX_SEGMENT_BYTES = 255
+"""The longest file or folder name the common file systems hold (ext4, APFS, NTFS)."""
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 """C0 and C1 control characters and DEL: no file name needs one."""
 DIRECTION = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
@@ -40,10 +44,22 @@ def check_vault_name(name: str) -> str:
 
 @dataclass(frozen=True)
 class Resolved:
-    """A path inside a vault: `rel` is vault-relative with '/', `abs` is on the host."""
+    """A path inside a vault: `rel` is vault-relative with '/', `abs` is on the host, and
+    `leads` is where `rel` leads through the symbolic links on its way (the folders of its
+    existing part resolved, relative to the vault's real root): `rel` when none lies there."""
 
     rel: str
     abs: Path
+    leads: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.leads:
+            object.__setattr__(self, "leads", self.rel)
+
+    @property
+    def linked(self) -> bool:
+        """True when a symbolic link on the way makes the path lead elsewhere."""
+        return self.leads != self.rel
 
 
 def valid_name(text: str) -> bool:
@@ -63,7 +79,7 @@ def shown(rel: str) -> str:
 
 
 def clean(raw: str) -> str:
-    """Steps 1-6 of spec §9: the lexical checks. Returns the cleaned relative path."""
+    """Steps 1-6 of docs/design.md#path-resolution (the lexical checks): the cleaned path."""
     path = raw.strip()
     if not path:
         raise InvalidPathError(raw, "the path is empty")
@@ -99,6 +115,12 @@ def _check_segment(raw: str, segment: str) -> None:
         raise InvalidPathError(
             raw, "no part of a path may start with '.' (hidden paths are off limits)"
         )
+    if len(segment.encode("utf-8")) > MAX_SEGMENT_BYTES:
+        raise InvalidPathError(
+            raw,
+            f"a file or folder name is longer than {MAX_SEGMENT_BYTES} bytes "
+            f"({segment[:40]}…); no file system holds it, shorten it",
+        )
     if CONTROL.search(segment):
         raise InvalidPathError(raw, "the path contains a control character")
     if found := DIRECTION.search(segment):
@@ -110,11 +132,10 @@ def _check_segment(raw: str, segment: str) -> None:
 
 
 def resolve(root: Path, raw: str) -> Resolved:
-    """Resolve `raw` against the vault `root` (spec §9, all eight steps)."""
+    """Resolve `raw` against the vault `root` (docs/design.md#path-resolution, all eight steps)."""
     rel = clean(raw)
     target = root.joinpath(*rel.split("/"))
-    _check_symlinks(root, target, raw)
-    return Resolved(rel=rel, abs=target)
+    return Resolved(rel=rel, abs=target, leads=_leads(root, target, raw))
 
 
 def resolve_note(root: Path, raw: str) -> Resolved:
@@ -122,14 +143,15 @@ def resolve_note(root: Path, raw: str) -> Resolved:
     rel = clean(raw)
     if not rel.lower().endswith(".md"):
         rel += ".md"
+        _check_segment(raw, rel.rpartition("/")[2])  # the name may now be too long
     target = root.joinpath(*rel.split("/"))
-    _check_symlinks(root, target, raw)
-    return Resolved(rel=rel, abs=target)
+    return Resolved(rel=rel, abs=target, leads=_leads(root, target, raw))
 
 
-def _check_symlinks(root: Path, target: Path, raw: str) -> None:
-    # Step 8: resolve what exists of the path. A missing tail is fine (a new note); an
-    # existing prefix that is a symlink pointing outside, or into a dot folder, is not.
+def _leads(root: Path, target: Path, raw: str) -> str:
+    """Where `target` leads, vault-relative. Step 8: resolve what exists of the path. A
+    missing tail is fine (a new note); an existing prefix that is a symlink pointing
+    outside, or into a dot folder, is not."""
     try:
         real_root = root.resolve()
         real = target.resolve(strict=False)
@@ -143,6 +165,7 @@ def _check_symlinks(root: Path, target: Path, raw: str) -> None:
             raw,
             "the path leads into a hidden folder (.git, .secondbrain, …) through a symbolic link",
         )
+    return real.relative_to(real_root).as_posix()
 
 
 def off_limits(real_root: Path, real: Path) -> str:
@@ -157,19 +180,17 @@ def off_limits(real_root: Path, real: Path) -> str:
 
 def walkable(root: Path, rel: str) -> bool:
     """True when `walk` could yield `rel` (or could have, for a file now gone): a valid name
-    without dot segments, no symbolic link among its folders, and a linked file that stays
-    inside the vault and out of its dot folders. The watcher reports paths through links."""
+    without dot segments that leads nowhere else — no symbolic link among its folders nor
+    at its end. The watcher reports paths through links."""
     parts = rel.split("/")
     if not valid_name(rel) or any(part.startswith(".") for part in parts):
         return False
-    target = root.joinpath(*parts)
     try:
         real_root = root.resolve()
-        folder = target.parent.resolve()
-        real = target.resolve()
+        real = root.joinpath(*parts).resolve()
     except (OSError, RuntimeError):
         return False
-    return folder == real_root.joinpath(*parts[:-1]) and not off_limits(real_root, real)
+    return real == real_root.joinpath(*parts)
 
 
 @dataclass(frozen=True)
@@ -188,12 +209,18 @@ Report = Callable[[Skipped], object]
 def walk(root: Path, prefix: str = "", skipped: Report | None = None) -> Iterator[Entry]:
     """Every visible regular file under `root` (or under `prefix`), dot directories skipped.
 
-    Symlinked directories are not followed and symlinked files that point outside the
-    vault or into a dot folder are skipped, so a walk never leaves what tools may see.
-    What a person would expect to find but is passed over — a name that is not UTF-8, an
-    unreadable folder, a looping, broken or escaping link — goes to `skipped`.
+    Each file is yielded once, under the name where it lies: symbolic links are not
+    followed, to folders or to files (a linked file inside the vault is found where it
+    lies; one reached only through a link is not a note), and a prefix reached through a
+    link holds nothing. So a walk never leaves what tools may see, and path rules judge
+    every file it yields by where the file is. What a person would expect to find but is
+    passed over — a name that is not UTF-8, an unreadable folder, a link that loops, leads
+    nowhere, outside the vault or into a dot folder — goes to `skipped`.
     """
-    start = resolve(root, prefix).abs if prefix else root
+    under = resolve(root, prefix) if prefix else None
+    if under is not None and under.linked:
+        return
+    start = under.abs if under is not None else root
     if not start.is_dir():
         return
     real_root = root.resolve()
@@ -243,8 +270,9 @@ def _visible_stat(
 ) -> os.stat_result | None:
     try:
         if entry.is_symlink():
-            found = _linked(real_root, entry_path, _rel(root, entry_path), report)
-        elif entry.is_file(follow_symlinks=False):
+            _linked(real_root, entry_path, _rel(root, entry_path), report)
+            return None
+        if entry.is_file(follow_symlinks=False):
             found = entry.stat(follow_symlinks=False)
         else:
             report(Skipped(_rel(root, entry_path), "not_a_file"))
@@ -254,28 +282,23 @@ def _visible_stat(
     return found
 
 
-def _linked(real_root: Path, link: Path, rel: str, report: Report) -> os.stat_result | None:
-    """The stat of the file a symlink leads to, if walk may show it; otherwise why not."""
+def _linked(real_root: Path, link: Path, rel: str, report: Report) -> None:
+    """Why a symlink is passed over, if a person would want to know: it loops, leads
+    nowhere, outside the vault or into a dot folder. One to a file or folder inside the
+    vault is passed over quietly: what it leads to is walked where it lies."""
     try:
         real = link.resolve(strict=True)
     except FileNotFoundError:
         report(Skipped(rel, "symlink_broken"))
-        return None
+        return
     except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop on 3.11/3.12
         looped = isinstance(exc, RuntimeError) or exc.errno == errno.ELOOP
         report(Skipped(rel, "symlink_loop" if looped else "unreadable"))
-        return None
+        return
     where = off_limits(real_root, real)
     if where:
         report(Skipped(rel, f"symlink_{where}"))
-        return None
-    found = real.stat()
-    if stat.S_ISDIR(found.st_mode):
+    elif real.is_dir():
         folder = link.parent.resolve()
         if real == folder or real in folder.parents:
             report(Skipped(rel, "symlink_loop"))  # a folder linked to itself or above it
-        return None  # other linked folders are not followed, by design
-    if not stat.S_ISREG(found.st_mode):
-        report(Skipped(rel, "not_a_file"))
-        return None
-    return found

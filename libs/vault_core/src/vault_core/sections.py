@@ -1,4 +1,4 @@
-"""Section edits (spec §12) and exact string edits on a note's text.
+"""Section edits (docs/design.md#section-edits) and exact string edits on a note's text.
 
 A section runs from its heading to just before the next heading of the same or
 a higher level; headings inside fenced code do not count. All functions are
@@ -58,7 +58,7 @@ def headings(body: str) -> list[Section]:
 
 
 def find_section(body: str, heading: str, path: str = "the note") -> Section:
-    """Three passes, first hit wins: exact, case-insensitive, prefix (spec §12.2)."""
+    """Exact, case-insensitive, prefix; the first hit wins (docs/design.md#heading-lookup)."""
     want = heading.strip().lstrip("#").strip()
     if not want:
         raise InvalidArgumentError("heading is empty; pass the heading text, e.g. 'Open questions'")
@@ -77,7 +77,7 @@ def find_section(body: str, heading: str, path: str = "the note") -> Section:
 def section_edit(
     body: str, mode: str, *, heading: str | None, content: str | None, path: str = "the note"
 ) -> str:
-    """Apply one of the eight modes of spec §12.3 and tidy blank lines."""
+    """Apply one of the eight modes of docs/design.md#section-modes and tidy blank lines."""
     check_mode(mode, heading, content)
     new = _content_lines(content or "")
     if mode == "append_to_note":

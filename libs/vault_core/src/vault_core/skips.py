@@ -81,11 +81,17 @@ class Skips:
         self._log([item for item in found.values() if _new(old, item)])
 
     def listing(self, limit: int | None = None) -> list[Skipped]:
-        """The skipped paths the running call may see (`vault_core.scope`), by path."""
+        """The skipped paths the running call may see (`vault_core.scope`), by path. A
+        caller with path rules is told of no symbolic link: whether one leads nowhere or to
+        a note the rules hide must not show."""
         with self._lock:
             items = sorted(self._found.values(), key=lambda item: item.path)
         if scope.current() is not None:
-            items = [item for item in items if scope.visible(item.path)]
+            items = [
+                item
+                for item in items
+                if scope.visible(item.path) and not item.reason.startswith("symlink_")
+            ]
         return items if limit is None else items[:limit]
 
     def __len__(self) -> int:

@@ -1,7 +1,8 @@
 """How bytes reach the disk: a trash copy before anything is destroyed, then an atomic replace.
 
 A crash at any instant leaves every note either old or new, never torn
-(spec §11.3, §11.4); two trash copies of one note never collide (DESIGN §3).
+(docs/design.md#atomic-write); two trash copies of one note never collide
+(docs/design.md#trash).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def rename(
 
 
 def remove_to_trash(resolved: Resolved, data: bytes, state_dir: Path) -> None:
-    """Delete a file after its bytes are safely in the trash (spec §11.2)."""
+    """Delete a file after its bytes are safely in the trash (docs/design.md#delete)."""
     to_trash(state_dir, resolved.rel, data)
     try:
         resolved.abs.unlink()

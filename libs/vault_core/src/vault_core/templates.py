@@ -1,4 +1,4 @@
-"""Templates, slugs and the paths that capture tools write to (spec §13.3, §13.4).
+"""Templates, slugs and the paths that capture tools write to (docs/design.md#tools).
 
 `{{title}}`, `{{date}}`, `{{time}}`, `{{datetime}}`, `{{year}}`, `{{month}}`,
 `{{day}}` and `{{slug}}` are the placeholders; anything else stays as written.
@@ -40,7 +40,7 @@ def slug(text: str) -> str:
 
 
 def render(template: str, title: str, now: dt.datetime) -> str:
-    """Replace the placeholders of spec §13.3 in a template's text."""
+    """Replace the date, time and title placeholders in a template's text."""
     values = {
         "title": title,
         "date": now.strftime("%Y-%m-%d"),

@@ -9,11 +9,15 @@ import datetime as dt
 import os
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from vault_core.index.store import Index
 from vault_core.library import OpenVault
+from vault_core.search import embedding
+from vault_core.search.vectors import VectorStore
 from vault_core.vault import Vault
 
 FIXED_NOW = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
@@ -30,6 +34,26 @@ class Clock:
 
     def advance(self, **delta: float) -> None:
         self.now += dt.timedelta(**delta)
+
+
+@contextlib.contextmanager
+def embedded(root: Path, files: dict[str, str | bytes]) -> Iterator[tuple[Index, VectorStore]]:
+    """A vault of `files` with its index and its vectors made by the bundled model (waited
+    for, up to a minute), for tests of search by meaning."""
+    make_vault(root, files)
+    index = Index.open(root / "test", "test")
+    index.reconcile()
+    model = embedding.shared(embedding.BUNDLED)
+    assert model is not None
+    vectors = VectorStore(index, model).start()
+    end = time.monotonic() + 60
+    while not vectors.ready() and time.monotonic() < end:
+        time.sleep(0.02)
+    try:
+        yield index, vectors
+    finally:
+        vectors.stop()
+        index.close()
 
 
 def make_vault(
@@ -57,17 +81,19 @@ def snapshot(root: Path) -> dict[str, bytes]:
     }
 
 
-def corpus_dir() -> Path:
-    """The Obsidian Help vault in `../shared/corpora` beside the repository.
+def corpus_dir(name: str = "obsidian-help-en") -> Path:
+    """A corpus in the corpora folder beside the checkout: by default the English
+    Obsidian Help vault, `obsidian-help-multilingual` the whole Help vault in all its
+    languages.
 
-    `SECONDBRAIN_CORPUS` overrides the location. Tests that need it fail when it
-    is missing rather than skip: a skipped corpus test would prove nothing.
+    `SECONDBRAIN_CORPUS` overrides the English one's location. Tests that need it fail when
+    it is missing rather than skip: a skipped corpus test would prove nothing.
     """
     override = os.environ.get("SECONDBRAIN_CORPUS")
-    if override:
+    if override and name == "obsidian-help-en":
         return Path(override)
     repo = Path(__file__).resolve().parents[4]
-    return repo.parent / "shared" / "corpora" / "obsidian-help-en"
+    return repo.parent / "shared" / "corpora" / name
 
 
 def plant_hostile_files(root: Path) -> dict[str, str]:

@@ -26,12 +26,12 @@ class Decoded:
 
 
 def content_hash(data: bytes) -> str:
-    """Spec §8.5: hex of the first 16 bytes of SHA-256 over the whole file (32 chars)."""
+    """Hex of the first 16 bytes of SHA-256 over the whole file (docs/design.md#content-hash)."""
     return hashlib.sha256(data).digest()[:16].hex()
 
 
 def same_hash(expected: str, actual: str) -> bool:
-    """Hashes compare case-insensitively (spec §8.5)."""
+    """Hashes compare case-insensitively (docs/design.md#content-hash)."""
     return expected.strip().lower() == actual.lower()
 
 

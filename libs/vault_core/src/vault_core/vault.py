@@ -1,7 +1,8 @@
 """A vault: a named directory of notes, its write lock, and what follows its writes.
 
-Reads go straight to disk; every mutation goes through `vault_core.edit` (spec §11), which
-updates the vault's index and commits to its history after the file is safely written.
+Reads go straight to disk; every mutation goes through `vault_core.edit`
+(docs/design.md#write-path), which updates the vault's index and commits to its history
+after the file is safely written.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ from vault_core.errors import (
     VaultError,
 )
 from vault_core.note import Note
+from vault_core.verbs import Verbs
 
 if TYPE_CHECKING:
-    from vault_core.gitstore import GitStore
-    from vault_core.index import Index
+    from vault_core.git.store import GitStore
+    from vault_core.index.store import Index
 
 STATE_DIR = ".secondbrain"
 ATTACHMENT_TYPES = (
@@ -65,6 +67,7 @@ class Vault:
         name: str | None = None,
         *,
         clock: Callable[[], dt.datetime] | None = None,
+        verbs: Verbs | None = None,
     ) -> None:
         self.root = root
         self.name = paths.check_vault_name(name if name is not None else root.name)
@@ -73,6 +76,8 @@ class Vault:
         """Kept current by every write (`edit`); set when the vault is opened with one."""
         self.git: GitStore | None = None
         """Where writes are committed; None while versioning is off."""
+        self.verbs = verbs or Verbs()
+        """The verbs the commits vault_core makes for this vault begin with."""
         self._clock = clock or (lambda: dt.datetime.now(dt.UTC).astimezone())
 
     def __repr__(self) -> str:
@@ -86,7 +91,9 @@ class Vault:
         return self.root / STATE_DIR
 
     def resolve(self, raw: str) -> paths.Resolved:
-        """A path to read; one outside the call's path rules is not there (`scope`)."""
+        """A path to read; one outside the call's path rules is not there (`scope`), nor is
+        one that leads outside them through a symbolic link: the rules judge the path asked
+        for and where it leads, both (`paths.Resolved.leads`)."""
         return _visible(paths.resolve(self.root, raw), PathNotFoundError)
 
     def resolve_note(self, raw: str) -> paths.Resolved:
@@ -99,10 +106,15 @@ class Vault:
 
     def resolve_for_write(self, raw: str, *, note: bool = True) -> paths.Resolved:
         """A path to change: refused outside the call's write rules before anything at it
-        is looked at, so the refusal is the same whether or not something is there."""
+        is looked at, so the refusal is the same whether or not something is there. A path
+        through a symbolic link is judged where it leads too, and names the file there: a
+        write changes what the link leads to, never the link, so no link is replaced by a
+        copy of what it showed."""
         resolved = (paths.resolve_note if note else paths.resolve)(self.root, raw)
-        scope.check_write(resolved.rel)
-        return resolved
+        scope.check_write(resolved.rel, resolved.leads)
+        if not resolved.linked:
+            return resolved
+        return paths.Resolved(resolved.leads, self.root.joinpath(*resolved.leads.split("/")))
 
     def walk(self, prefix: str = "") -> Iterator[paths.Entry]:
         """Every visible file under `prefix` (all of them when the call has no path rules)."""
@@ -123,13 +135,22 @@ class Vault:
     def exists(self, raw: str) -> bool:
         """Is there a note the call may see at `raw`?"""
         resolved = paths.resolve_note(self.root, raw)
-        return scope.visible(resolved.rel) and resolved.abs.is_file()
+        return scope.visible(resolved.rel, resolved.leads) and resolved.abs.is_file()
 
 
 def _visible(resolved: paths.Resolved, missing: Callable[[str], VaultError]) -> paths.Resolved:
     if not scope.visible(resolved.rel):
         raise missing(resolved.rel)
+    if resolved.linked and not scope.visible(resolved.leads):
+        # Spelled where the caller may look but leading where it may not: what is there
+        # reads as nothing, exactly as at a free path of that folder (no file, no folder).
+        return paths.Resolved(resolved.rel, NOWHERE.joinpath(*resolved.rel.split("/")))
     return resolved
+
+
+NOWHERE = Path(os.devnull)
+"""A path below it never exists: the device is no folder (opening below it fails with
+ENOTDIR, which reads as "not found")."""
 
 
 def read_limited(resolved: paths.Resolved, limit: int) -> tuple[bytes, int]:

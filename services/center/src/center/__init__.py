@@ -4,12 +4,3 @@
 the operator's command line. Domain modules never raise HTTP errors, only
 `center.errors`; the routes under `center.routes` are thin glue.
 """
-
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("secondbrain")
-except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
-    __version__ = "0.0.0"
-
-__all__ = ["__version__"]

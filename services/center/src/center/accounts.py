@@ -1,4 +1,4 @@
-"""Self-service accounts (DESIGN §5.8, seed 001): a person registers, by e-mail or by
+"""Self-service accounts (docs/design.md#accounts): a person registers, by e-mail or by
 username, and becomes a member owning a fresh random vault placed on a node.
 
 E-mail mode mails a 256-bit code valid 15 minutes, once; the center keeps only keyed
@@ -22,7 +22,7 @@ from center import nodes
 from center.attempts import Attempts, Kind
 from center.auth import digest, new_credential
 from center.config import MAILBOX, Settings
-from center.db import Generation, Member, Node, Placement
+from center.db import Copy, Generation, Member, Node, VaultLease
 from center.db.models import Account, PendingAccount
 from center.errors import (
     ConflictError,
@@ -74,7 +74,7 @@ class Accounts:
         self.settings = settings
         self.store = store
         self.passwords = passwords
-        self.attempts = Attempts()
+        self.attempts = Attempts(store)
         self.templates = Templates()
         self.mailer = Mailer(settings) if settings.registration == "email" else None
         secret = settings.secret.get_secret_value().encode("utf-8")
@@ -100,23 +100,24 @@ class Accounts:
         if self.settings.registration != mode:
             raise ForbiddenError(f"this center registers by {self.settings.registration}")
 
-    def admit(self, kind: Kind, identity: str) -> None:
+    async def admit(self, kind: Kind, identity: str) -> None:
         """Count one attempt for `identity` (a hashed address or a username)."""
-        self.attempts.admit(kind, identity, self.store.clock())
+        await self.attempts.admit(kind, identity)
 
     def _sign_in_identity(self, username: str) -> str:
         name = username.strip()
         kind, value = ("email", name.lower()) if "@" in name else ("member", name)
         return self._identity(kind, value)
 
-    def sign_in_allowed(self, username: str) -> None:
+    async def sign_in_allowed(self, username: str) -> None:
         """RateLimitedError once the name typed on the login page has failed 10 times in
-        15 minutes (seed 001's login-or-verify limit; an address shares its window with
-        code verification). Unknown names count alike: the limit tells nobody who exists."""
-        self.attempts.refuse_if_spent("login", self._sign_in_identity(username), self.store.clock())
+        15 minutes (the login-or-verify limit of docs/design.md#accounts; an address shares
+        its window with code verification). Unknown names count alike: the limit tells
+        nobody who exists."""
+        await self.attempts.refuse_if_spent("login", self._sign_in_identity(username))
 
-    def sign_in_failed(self, username: str) -> None:
-        self.attempts.count("login", self._sign_in_identity(username), self.store.clock())
+    async def sign_in_failed(self, username: str) -> None:
+        await self.attempts.count("login", self._sign_in_identity(username))
 
     # ---------------------------------------------------------------- e-mail mode
 
@@ -126,7 +127,7 @@ class Accounts:
         self.require("email")
         address = normalize_email(email)
         key = self._identity("email", address)
-        self.admit("register", key)
+        await self.admit("register", key)
         if self.store.locked is not None:  # refuse before mailing a code nothing would keep
             raise RestartRequiredError(self.store.locked)
         if key in self._sending or not await self._may_mail(key, address):
@@ -185,7 +186,7 @@ class Accounts:
         self.require("email")
         address = normalize_email(email)
         key = self._identity("email", address)
-        self.admit("login", key)
+        await self.admit("login", key)
         check_password(password)
         if not await self._code_holds(key, code):
             await self._wrong_code(key)
@@ -227,7 +228,7 @@ class Accounts:
         """Create an account at once: no mail, the username is the member id."""
         self.require("username")
         name = normalize_username(username)
-        self.admit("register", self._identity("username", name))
+        await self.admit("register", self._identity("username", name))
         check_password(password)
         async with self.store.read() as session:
             await self._check_room(session)
@@ -277,7 +278,13 @@ class Accounts:
             reason=f"{kind} registration",
             object=f"member:{member_id}",
         )
-        await nodes.place(work, vault, node.id)
+        await nodes.place(
+            work,
+            vault,
+            node.id,
+            factor=self.settings.replication_factor,
+            mode=self.settings.replication_mode,
+        )
         return {
             "id": member_id,
             "role": role,
@@ -298,7 +305,7 @@ async def _new_vault(session: AsyncSession) -> str:
     """A random vault name no placement or account uses yet."""
     while True:
         name = "v-" + secrets.token_hex(8)
-        taken = await session.get(Placement, name) or await session.scalar(
+        taken = await session.get(VaultLease, name) or await session.scalar(
             select(Account.member_id).where(Account.vault == name)
         )
         if not taken:
@@ -314,6 +321,6 @@ async def choose_node(session: AsyncSession, now: int) -> Node:
         raise UnavailableError("no vault node is registered to hold a new vault; try later")
     fresh = [n for n in rows if n.last_seen is not None and now - n.last_seen <= FRESH_NODE]
     placed: dict[str, set[str]] = {}
-    for vault, node_id in (await session.execute(select(Placement.vault, Placement.node_id))).all():
+    for vault, node_id in (await session.execute(select(Copy.vault, Copy.node_id))).all():
         placed.setdefault(node_id, set()).add(vault)
     return min(fresh or rows, key=lambda n: (len(set(n.vaults) | placed.get(n.id, set())), n.id))

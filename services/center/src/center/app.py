@@ -20,12 +20,13 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from center import __version__
+from center import failover, leases, moves
 from center.config import Settings
 from center.console.routes import CONSOLE_ROUTERS
 from center.errors import CenterError, RateLimitedError, TooLargeError
 from center.log import configure_logging, get_logger, scrub
 from center.passwords import Passwords
+from center.release import VERSION
 from center.routes import ROUTERS
 from center.runtime import open_center, prune_forever
 from center.store import Clock
@@ -39,6 +40,12 @@ HTTP_CODES = {
     413: "too_large",
     422: "invalid_request",
 }
+
+
+NO_ROUTE = (
+    "no such route; the console is at /console, the API schema at /openapi.json"
+    " (docs/reference/center-api.md in the repository)"
+)
 
 
 def error_response(status: int, code: str, message: str) -> JSONResponse:
@@ -69,7 +76,7 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
 async def _http_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
     code = HTTP_CODES.get(exc.status_code, "http_error")
-    message = "no such route; see /docs for the API" if exc.status_code == 404 else str(exc.detail)
+    message = NO_ROUTE if exc.status_code == 404 else str(exc.detail)
     response = error_response(exc.status_code, code, message)
     response.headers.update(exc.headers or {})
     return response
@@ -80,20 +87,27 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     return error_response(500, "internal", "the center failed unexpectedly; the log has details")
 
 
-class BodyLimit:
-    """Refuse (413) a request whose body exceeds `limit` bytes, before a route reads it."""
+LEASES_BODY = 1 << 20
+"""A lease renewal names up to `leases.MAX_COPIES` copies (about 130 bytes each)."""
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+
+class BodyLimit:
+    """Refuse (413) a request whose body exceeds `limit` bytes (a route of `larger`, its
+    own limit), before a route reads it."""
+
+    def __init__(self, app: ASGIApp, limit: int, larger: dict[str, int] | None = None) -> None:
         self.app = app
         self.limit = limit
+        self.larger = larger or {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        too_large = error_response(413, "too_large", TooLargeError(self.limit).message)
+        limit = max(self.limit, self.larger.get(scope["path"], 0))
+        too_large = error_response(413, "too_large", TooLargeError(limit).message)
         declared = dict(scope["headers"]).get(b"content-length", b"0")
-        if not declared.isdigit() or int(declared) > self.limit:
+        if not declared.isdigit() or int(declared) > limit:
             await too_large(scope, receive, send)
             return
         chunks, size, more = [], 0, True
@@ -104,7 +118,7 @@ class BodyLimit:
             chunks.append(message.get("body", b""))
             size += len(chunks[-1])
             more = message.get("more_body", False)
-            if size > self.limit:
+            if size > limit:
                 await too_large(scope, receive, send)
                 return
         body: list[Message] = [
@@ -159,19 +173,28 @@ def create_app(
         async with open_center(settings, clock=clock, passwords=passwords) as center:
             app.state.center = center
             pruner = asyncio.create_task(prune_forever(center))
-            get_logger().info("started", version=__version__, database=settings.backend)
+            timing = leases.Timing.of(settings)
+            watcher = asyncio.create_task(
+                failover.watch_forever(
+                    center.store, timing, also=lambda: moves.advance(center.store, timing)
+                )
+            )
+            get_logger().info("started", version=VERSION, database=settings.backend)
             try:
                 yield
             finally:
-                pruner.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await pruner
+                for task in (pruner, watcher):
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
 
     app = FastAPI(
         title="secondbrain center",
-        version=__version__,
+        version=VERSION,
         summary="Members, grants, tokens, revocations and audit for secondbrain vault nodes.",
         lifespan=lifespan,
+        docs_url=None,  # Swagger UI loads from an outside host: blank offline, so not served
+        redoc_url=None,
     )
     handlers: dict[Any, Any] = {
         CenterError: _center_error,
@@ -183,6 +206,8 @@ def create_app(
         app.add_exception_handler(kind, handler)
     for router in (*ROUTERS, *CONSOLE_ROUTERS):
         app.include_router(router)
-    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(
+        BodyLimit, limit=settings.max_body_bytes, larger={"/v1/nodes/leases": LEASES_BODY}
+    )
     app.add_middleware(AccessLog)
     return app

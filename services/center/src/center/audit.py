@@ -1,4 +1,4 @@
-"""The append-only, hash-chained audit log of every authorization change (DESIGN §5.6).
+"""The append-only, hash-chained audit log of every authorization change (docs/design.md#audit-log).
 
 Two stores, one chain format (`tickets.audit`): on SQLite deployments `DIR/audit.jsonl`,
 opened for append, 0600, one fsync per record; on PostgreSQL the `audit` table, whose
@@ -24,7 +24,12 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from center.db import AuditHead, AuditRecord, private_file
-from center.errors import AuditChainError, InvalidArgumentError, RestartRequiredError
+from center.errors import (
+    AuditChainError,
+    InvalidArgumentError,
+    RestartRequiredError,
+    StorageError,
+)
 from tickets import GENESIS_HASH, ChainVerifier, Checkpoint, RecordError, make_record, to_line
 from tickets.audit import timestamp
 
@@ -138,6 +143,9 @@ class AuditLog(Protocol):
 
     uncommitted: list[dict[str, Any]]
     """Records the log holds beyond the head the database committed (JSONL after a crash)."""
+    atomic: bool
+    """Whether records commit with their change or not at all (the table), so a failed
+    commit leaves nothing to repair; a file written before the commit (JSONL) is not."""
 
     async def start(self, sessions: async_sessionmaker[AsyncSession]) -> None: ...
 
@@ -164,6 +172,8 @@ class JsonlAudit:
     the recorded head. A file *ahead* of it means a crash between the fsync and the
     commit; those records are kept in `uncommitted`. The file size after each append is
     remembered, and a file that changed behind the center's back stops the next one."""
+
+    atomic = False
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -264,7 +274,11 @@ def _matching(lines: Iterable[str], selection: Selection) -> Iterator[str]:
 
 class TableAudit:
     """The `audit` table: appends lock the `audit_head` row, so every process serializes,
-    and records commit with the change they describe or not at all."""
+    and records commit with the change they describe or not at all. A failed append is a
+    failed transaction like any other (StorageError, retry later), never a lock: nothing
+    was written, and other processes on the database would not be locked anyway."""
+
+    atomic = True
 
     def __init__(self) -> None:
         self.uncommitted: list[dict[str, Any]] = []
@@ -307,7 +321,7 @@ class TableAudit:
             row.seq, row.hash = records[-1]["seq"], records[-1]["hash"]
             await session.flush()
         except SQLAlchemyError as exc:
-            raise RestartRequiredError(f"audit append failed: {type(exc).__name__}") from None
+            raise StorageError(f"audit append failed: {type(exc).__name__}") from None
         return (row.seq, row.hash)
 
     async def export(self, session: AsyncSession, selection: Selection) -> list[str]:

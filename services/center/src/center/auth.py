@@ -4,7 +4,8 @@ The operator's admin token comes from the environment; members and nodes hold du
 credentials the center shows once. All are compared as SHA-256 digests in constant time,
 and a failed check says only "unauthorized", never which part failed. A grant token (a
 JWS the center signed for a live grant) authenticates its holder too, but only on the
-routes that opt in: delegating, asking for a grant, listing and its own session (seed 001).
+routes that opt in: delegating, asking for a grant, listing and its own session
+(docs/design.md#grants).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from center.errors import ConfigError
 from tickets import ScopeError, SecretError, SigningKey, parse_role, parse_scope, parse_secret
-from tickets.scopes import EXPANSION, ROLE_CAPS
+from tickets.scopes import EXPANSION, role_cap
 
 ENV_PREFIX = "SECONDBRAIN_CENTER_"
 MIN_ADMIN_TOKEN = 32
@@ -27,7 +27,7 @@ _SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _HOST = re.compile(r"[A-Za-z0-9.:\[\]-]{1,253}")
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 MAILBOX = re.compile(rf"[A-Za-z0-9.!#$%&'*+/=?^_`{{|}}~-]{{1,64}}@{_LABEL}(?:\.{_LABEL})+")
-"""An ASCII mailbox address (seed 001: e-mail registration takes ASCII addresses only)."""
+"""An ASCII mailbox address (registration takes ASCII addresses only)."""
 _RATE = re.compile(r"(?P<count>[0-9]{1,9})/(?P<unit>[smh])")
 _RATE_UNITS = {"s": 1, "m": 60, "h": 3600}
 _DRIVERS = {
@@ -66,7 +66,7 @@ def check_account_authority(role: str, scope: str) -> None:
         wire, named = parse_scope(scope), parse_role(role)
     except ScopeError:
         raise ValueError("account_role/account_scope: unknown role or scope") from None
-    if not EXPANSION[wire] <= EXPANSION[ROLE_CAPS[named]]:
+    if not EXPANSION[wire] <= role_cap(named):
         raise ValueError(f"account_scope {wire} exceeds the cap of account_role {named}")
 
 
@@ -81,6 +81,22 @@ def parse_rate(text: str) -> tuple[int, int]:
     if not match or int(match["count"]) < 1:
         raise ValueError("use <count>/<unit> with a positive count and unit s, m or h (10/m)")
     return int(match["count"]), _RATE_UNITS[match["unit"]]
+
+
+def parse_proxies(text: str) -> list[str]:
+    """Comma-separated IP addresses and networks (`10.0.0.0/8`), each in its normal form;
+    empty for none. A wildcard is refused: it would let any client name its own address."""
+    proxies = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        try:
+            proxy = ipaddress.ip_network(item) if "/" in item else ipaddress.ip_address(item)
+        except ValueError:
+            raise ValueError(
+                "use comma-separated IP addresses or networks with host bits zero"
+                " (127.0.0.1,10.89.0.0/24); a wildcard or a host name is not accepted"
+            ) from None
+        proxies.append(str(proxy))
+    return proxies
 
 
 class Settings(BaseSettings):
@@ -102,7 +118,17 @@ class Settings(BaseSettings):
     issuer: str = Field("http://127.0.0.1:2021", description="The center's public URL (`iss`)")
     host: str = Field("127.0.0.1", description="Address `serve` binds")
     port: int = Field(2021, ge=1, le=65535, description="Port `serve` binds")
+    trusted_proxies: str = Field(
+        "127.0.0.1,::1",
+        description="Comma-separated addresses or networks of the proxies whose "
+        "X-Forwarded-For names the client; empty: believe no one",
+    )
     max_body_bytes: int = Field(65536, ge=1024, le=1 << 24, description="Request body limit")
+    mcp_url: str | None = Field(
+        None,
+        description="The deployment's one MCP address, routed to every node: named in the "
+        "audience of every token, and sent to nodes in the heartbeat answer",
+    )
     oauth_resources: tuple[str, ...] = Field(
         (), description="Resource URLs OAuth tokens may name besides registered nodes' (JSON list)"
     )
@@ -120,6 +146,12 @@ class Settings(BaseSettings):
     )
     login_rate_limit: str = Field(
         "10/m", description="Failed logins per source IP: <count>/<s|m|h>, refilled continuously"
+    )
+    oauth_document_rate_limit: str = Field(
+        "20/m", description="Client metadata document fetches per source address (IPv6: per /64)"
+    )
+    oauth_document_host_rate_limit: str = Field(
+        "60/m", description="Fetches of client metadata documents not yet known, per host"
     )
     console_idle_minutes: int = Field(
         30, ge=1, le=1440, description="A console session ends after this long without a request"
@@ -145,6 +177,26 @@ class Settings(BaseSettings):
     smtp_ca_file: Path | None = Field(None, description="PEM CAs to trust instead of the system's")
     smtp_timeout: float = Field(10.0, gt=0, le=120, description="Seconds per SMTP operation")
     log_level: str = Field("info", description="debug, info, warning or error")
+    shutdown_drain: float = Field(
+        0.0,
+        ge=0,
+        le=60,
+        description="Seconds between SIGTERM and shutdown in which /readyz answers 503 and "
+        "requests are still served, so a proxy's health check sends new ones elsewhere first",
+    )
+    lease_ttl: int = Field(10, ge=2, le=300, description="Seconds a primary's lease lasts")
+    lease_renew: int = Field(
+        2, ge=1, le=60, description="Seconds between a node's lease renewals (told to nodes)"
+    )
+    lease_grace: int = Field(
+        2, ge=0, le=300, description="Seconds past a lease's expiry before a replica is promoted"
+    )
+    replication_factor: int = Field(
+        2, ge=1, le=9, description="Copies of a new vault, capped by the nodes there are"
+    )
+    replication_mode: Literal["sync", "async"] = Field(
+        "sync", description="sync: a write waits for the replicas in sync; async: it does not"
+    )
 
     @field_validator("secret")
     @classmethod
@@ -167,16 +219,34 @@ class Settings(BaseSettings):
     def _issuer(cls, value: str) -> str:
         return check_public_url(value)
 
+    @field_validator("mcp_url")
+    @classmethod
+    def _mcp_url(cls, value: str | None) -> str | None:
+        return check_public_url(value) if value else None
+
+    @property
+    def vouched_resources(self) -> tuple[str, ...]:
+        """Resources a token may name besides registered nodes': the one address and
+        `oauth_resources`."""
+        return (self.mcp_url, *self.oauth_resources) if self.mcp_url else self.oauth_resources
+
     @field_validator("oauth_resources")
     @classmethod
     def _oauth_resources(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(check_public_url(url) for url in value)
 
-    @field_validator("login_rate_limit")
+    @field_validator(
+        "login_rate_limit", "oauth_document_rate_limit", "oauth_document_host_rate_limit"
+    )
     @classmethod
-    def _login_rate_limit(cls, value: str) -> str:
+    def _rate_limit(cls, value: str) -> str:
         parse_rate(value)
         return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _trusted_proxies(cls, value: str) -> str:
+        return ",".join(parse_proxies(value))
 
     @field_validator("database_url")
     @classmethod
@@ -209,6 +279,8 @@ class Settings(BaseSettings):
             raise ValueError("admin_token and secret must be different values")
         if self.database_schema and self.backend != "postgresql":
             raise ValueError("database_schema applies to PostgreSQL only")
+        if self.lease_renew * 2 > self.lease_ttl:
+            raise ValueError("lease_renew must be at most half of lease_ttl")
         return self
 
     @model_validator(mode="after")

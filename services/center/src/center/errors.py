@@ -21,6 +21,7 @@ next, and never holds a secret, a token, a password or a credential.
         ├── RestartRequiredError 503 restart_required: persistence failed; changes are locked
         ├── StorageError        503  storage: the database did not answer
         ├── DatabaseUnusableError 503 database: the configured database cannot be used
+        ├── SchemaError         503  schema: the schema is older or newer than this center
         ├── AuditChainError     503  audit_broken: the audit log fails verification
         └── MailError           503  mail_failed: the mail server did not take a message
 """
@@ -167,6 +168,13 @@ class DatabaseUnusableError(UnavailableError):
     is one line that says what to fix."""
 
     code = "database"
+
+
+class SchemaError(UnavailableError):
+    """The database schema is at another revision than this center's code: older (run
+    `secondbrain-center migrate`) or newer (run the release that migrated it)."""
+
+    code = "schema"
 
 
 class AuditChainError(UnavailableError):

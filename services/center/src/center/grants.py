@@ -34,7 +34,7 @@ from center.principals import (
     role_rank,
 )
 from center.store import Change
-from center.tokens import audience, claims_for, narrowed
+from center.tokens import audience, claims_for, narrowed, with_deployment
 from tickets import ALL_VAULTS, MAX_DEPTH, Paths, Scope
 from tickets.reach import NO_PATHS
 from tickets.revocation import SKEW
@@ -230,7 +230,9 @@ async def create(
 ) -> dict[str, Any]:
     """Store, sign and audit a grant whose issuer and grantee were already checked."""
     await _check_capacity(work.session, work.now)
-    aud = await audience(work.session, [ask.vault], ask.resources, ask.vouched)
+    aud = with_deployment(
+        await audience(work.session, [ask.vault], ask.resources, ask.vouched), keyring.deployment
+    )
     row = _row(grant_id, ask, caller=caller, grantee=grantee, parent=parent, now=work.now)
     work.session.add(row)
     claims = claims_for(

@@ -5,6 +5,10 @@ a new secret: at start, a previously active key is retired and stays in the JWKS
 the last token it signed has expired (its largest `exp` plus clock skew), then drops out.
 A key that must not be trusted any longer (leaked) is revoked: it leaves the JWKS at once
 and its kid travels in the revocation snapshot, so every node refuses its tokens.
+
+Several centers on one database restart one by one, so for a while some still sign with
+the retired key: each such token moves the key's `not_after` out to cover it, and a center
+whose key was revoked meanwhile refuses to sign (503) until it restarts with the new one.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from center.db import Key
-from center.errors import ConfigError, ConflictError, NotFoundError
+from center.errors import ConfigError, ConflictError, NotFoundError, UnavailableError
 from center.principals import OPERATOR_ID
 from center.store import Change, Store
 from tickets import ACCESS_TOKEN_TYP, Claims, KeySet, PublicKey, SigningKey, sign
@@ -26,8 +30,10 @@ from tickets.verify import DEFAULT_SKEW
 class Keyring:
     """Signs tokens with the active key and publishes the key set."""
 
-    def __init__(self, key: SigningKey) -> None:
+    def __init__(self, key: SigningKey, deployment: str | None = None) -> None:
         self.key = key
+        self.deployment = deployment
+        """The deployment's one MCP address, which every token's audience names when set."""
 
     @property
     def kid(self) -> str:
@@ -90,9 +96,16 @@ class Keyring:
 
     async def sign(self, work: Change, claims: Claims) -> str:
         """Sign an access token, and remember its `exp` so a retired key lives long enough."""
+        mine = Key.kid == self.kid
+        if await work.session.scalar(select(Key.revoked).where(mine)):
+            raise UnavailableError(
+                f"key {self.kid} was revoked by another center process; restart this one "
+                "with the new SECONDBRAIN_CENTER_SECRET"
+            )
+        later = or_(Key.max_exp.is_(None), Key.max_exp < claims.exp)
+        await work.session.execute(update(Key).where(mine, later).values(max_exp=claims.exp))
+        until = claims.exp + DEFAULT_SKEW
         await work.session.execute(
-            update(Key)
-            .where(Key.kid == self.kid, or_(Key.max_exp.is_(None), Key.max_exp < claims.exp))
-            .values(max_exp=claims.exp)
+            update(Key).where(mine, Key.not_after < until).values(not_after=until)
         )
         return sign(claims.to_payload(), self.key, typ=ACCESS_TOKEN_TYP)

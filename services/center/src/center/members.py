@@ -28,6 +28,7 @@ from center.errors import (
     NotFoundError,
 )
 from center.grants import revoke_involving
+from center.names import Rules
 from center.oauth import consent, refresh
 from center.passwords import Passwords, check_password
 from center.principals import (
@@ -58,7 +59,7 @@ class MemberAsk:
     scope: str | None = None
     password_hash: str | None = None
     email: str | None = None
-    paths: rules.Rules | None = None
+    paths: Rules | None = None
     """Path rules per vault (center.rules); None: every vault named is reached whole."""
 
 
@@ -73,7 +74,7 @@ class MemberPatch:
     rotate_credential: bool = False
     email: str | None = None
     """A new login address; "" removes it."""
-    paths: rules.Rules | None = None
+    paths: Rules | None = None
     """New path rules ({} removes them); None keeps those of the vaults it still holds."""
 
 

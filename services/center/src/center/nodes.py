@@ -1,4 +1,7 @@
-"""Nodes and placement (DESIGN §5.9): which node holds which vault.
+"""Nodes and placement (docs/design.md#nodes-and-placement): which node holds which vault.
+
+A vault's copies (`center.leases`) say which nodes hold it, primary first; nodes that
+report a vault of that name without holding a copy of it follow.
 
 A node is registered by the operator (its credential shown once, stored as SHA-256) and
 reports its vaults, revocation seq and audit checkpoint in heartbeats. A checkpoint the
@@ -13,14 +16,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from center import revocations
+from center import leases, revocations
 from center.audit import AuditLog
 from center.auth import NODE_PREFIX, digest, new_credential
 from center.config import check_public_url
-from center.db import Node, Placement
+from center.db import Copy, Node, VaultLease
 from center.errors import (
     ConflictError,
     ExistsError,
@@ -108,29 +111,48 @@ async def register(work: Change, node_id: str, resource: str) -> dict[str, Any]:
 
 
 async def remove(work: Change, node_id: str) -> dict[str, Any]:
-    """Forget a node and its placements; its credential stops working at once."""
+    """Forget a node and its copies; its credential stops working at once. A vault left
+    with no copy at all loses its lease too (placed nowhere)."""
     row = await work.session.get(Node, node_id, with_for_update=True)
     if row is None:
         raise NotFoundError("node", node_id)
     placed = await _placed(work.session, node_id)
-    await work.session.execute(delete(Placement).where(Placement.node_id == node_id))
+    await work.session.execute(delete(Copy).where(Copy.node_id == node_id))
+    await work.session.flush()
+    for vault in placed:
+        left = await work.session.scalar(
+            select(func.count()).select_from(Copy).where(Copy.vault == vault)
+        )
+        if not left:
+            await work.session.execute(delete(VaultLease).where(VaultLease.vault == vault))
     await work.session.delete(row)
     work.record("node.remove", actor=OPERATOR_ID, subject=node_id, object=f"node:{node_id}")
     return {"id": node_id, "unplaced": placed}
 
 
-async def place(work: Change, vault: str, node_id: str, actor: str = SYSTEM) -> None:
-    """Assign `vault` to a node (an account's new vault); its next heartbeat asks for it."""
+async def place(
+    work: Change,
+    vault: str,
+    node_id: str,
+    actor: str = SYSTEM,
+    *,
+    factor: int = 2,
+    mode: str = "sync",
+) -> None:
+    """Assign `vault` to a node as its primary (an account's new vault), with replicas on
+    the least-loaded other nodes up to `factor` copies; each node's next heartbeat or lease
+    renewal asks for its copy."""
     if await work.session.get(Node, node_id) is None:
         raise NotFoundError("node", node_id)
-    if await work.session.get(Placement, vault) is not None:
+    if await work.session.get(VaultLease, vault) is not None:
         raise ExistsError("placement of vault", vault)
-    work.session.add(Placement(vault=vault, node_id=node_id, created=work.now))
-    work.record("node.place", actor=actor, subject=node_id, vault=vault, object=f"node:{node_id}")
+    await leases.place(work, vault, node_id, factor=factor, mode=mode, actor=actor)
 
 
-async def _placed(session: AsyncSession, node_id: str) -> list[str]:
-    query = select(Placement.vault).where(Placement.node_id == node_id).order_by(Placement.vault)
+async def _placed(session: AsyncSession, node_id: str, *, primary: bool = False) -> list[str]:
+    query = select(Copy.vault).where(Copy.node_id == node_id).order_by(Copy.vault)
+    if primary:
+        query = query.where(Copy.role == leases.PRIMARY)
     return list((await session.scalars(query)).all())
 
 
@@ -140,36 +162,57 @@ async def listing(session: AsyncSession) -> list[dict[str, Any]]:
 
 
 async def holders(session: AsyncSession) -> dict[str, list[Node]]:
-    """Vault → the nodes holding it: those reporting it (by id), then the one it is placed on."""
+    """Vault → the nodes holding it: its copies, primary first then replicas (in sync
+    before lagging), then nodes that report a vault of that name without a copy (by id)."""
     nodes = (await session.scalars(select(Node).order_by(Node.id))).all()
+    by_id = {node.id: node for node in nodes}
     held: dict[str, list[Node]] = {}
+    for vault, copies in (await leases.copies_of(session)).items():
+        held[vault] = [by_id[c.node_id] for c in copies if c.node_id in by_id]
     for node in nodes:
         for vault in node.vaults:
-            held.setdefault(vault, []).append(node)
-    by_id = {node.id: node for node in nodes}
-    for placement in (await session.scalars(select(Placement))).all():
-        group = held.setdefault(placement.vault, [])
-        if (holder := by_id.get(placement.node_id)) is not None and holder not in group:
-            group.append(holder)
+            group = held.setdefault(vault, [])
+            if node not in group:
+                group.append(node)
     return held
 
 
 async def resources_for(session: AsyncSession, vaults: Sequence[str]) -> list[str]:
-    """The MCP URLs of the nodes holding any of `vaults` (every node for `["*"]`)."""
+    """The MCP URLs of the nodes holding any of `vaults` (every node for `["*"]`): each
+    vault's primary first, then its replicas, vaults in the order given, no URL twice."""
     if ALL_VAULTS in vaults:
         return sorted(set((await session.scalars(select(Node.resource))).all()))
     held = await holders(session)
-    return sorted({node.resource for vault in vaults for node in held.get(vault, [])})
+    found: dict[str, None] = {}
+    for vault in vaults:
+        for node in held.get(vault, []):
+            found.setdefault(node.resource, None)
+    return list(found)
 
 
 async def visible_vaults(session: AsyncSession, caller: Principal) -> list[dict[str, Any]]:
-    """The vaults `caller` may see, each with the node holding it (None if none does)."""
+    """The vaults `caller` may see, each with the node holding it (its primary; None if
+    none does), its replicas' MCP URLs and its epoch."""
     held = await holders(session)
+    copies = await leases.copies_of(session)
+    resource = {
+        row[0]: row[1] for row in (await session.execute(select(Node.id, Node.resource))).all()
+    }
+    query = select(VaultLease.vault, VaultLease.epoch)
+    epochs = {row[0]: row[1] for row in (await session.execute(query)).all()}
     names = sorted(held) if caller.vaults == (ALL_VAULTS,) else sorted(caller.vaults)
-    return [_vault(name, held.get(name, [])) for name in names]
+    return [
+        _vault(
+            name,
+            held.get(name, []),
+            [resource[c.node_id] for c in copies.get(name, []) if c.role == leases.REPLICA],
+            epochs.get(name),
+        )
+        for name in names
+    ]
 
 
-def _vault(name: str, nodes: list[Node]) -> dict[str, Any]:
+def _vault(name: str, nodes: list[Node], replicas: list[str], epoch: int | None) -> dict[str, Any]:
     node = nodes[0] if nodes else None
     return {
         "name": name,
@@ -177,6 +220,8 @@ def _vault(name: str, nodes: list[Node]) -> dict[str, Any]:
         "mcp_url": node.resource if node else None,
         "reported": node is not None and name in node.vaults,
         "last_seen": node.last_seen if node else None,
+        "replicas": replicas,
+        "epoch": epoch,
     }
 
 
@@ -195,7 +240,11 @@ async def heartbeat(store: Store, keyring: Keyring, node_id: str, beat: Beat) ->
         row.vaults, row.last_seen, row.revocation_seq = vaults, now, beat.revocation_seq
         row.checkpoint_seq, row.checkpoint_hash = beat.checkpoint or (None, None)
         row.checkpoint_ok = verdict
-        wanted = [v for v in await _placed(session, node_id) if v not in vaults]
+        # Only a primary copy is the node's to create: a replica is made by its primary's
+        # first push, and one the node created itself would be a vault of its own
+        # (docs/design.md#replication-between-nodes).
+        placed = await _placed(session, node_id, primary=True)
+        wanted = [v for v in placed if v not in vaults]
         seq = await revocations.current_seq(session, keyring, now)
         head = await store.audit.head(session)
     if verdict is False and beat.checkpoint is not None:
@@ -253,3 +302,53 @@ async def _mismatch(
     else:
         return
     log.error("node.checkpoint_mismatch_unaudited", node=node_id, code=code)
+
+
+async def replication(session: AsyncSession) -> list[dict[str, Any]]:
+    """Every vault a node holds or reports, as `visible_vaults` shows it to the operator,
+    with its lease (expiry, state, mode, factor, a move under way) and each copy's role,
+    whether it is in sync, how many commits it lags behind the primary and what it last
+    reported."""
+    held = await holders(session)
+    grouped = await leases.copies_of(session)
+    resource = {
+        row[0]: row[1] for row in (await session.execute(select(Node.id, Node.resource))).all()
+    }
+    rows = {row.vault: row for row in (await session.scalars(select(VaultLease))).all()}
+    listed = []
+    for name in sorted(set(held) | set(rows)):
+        copies = grouped.get(name, [])
+        lease = rows.get(name)
+        replicas = [resource[c.node_id] for c in copies if c.role == leases.REPLICA]
+        entry = _vault(name, held.get(name, []), replicas, lease.epoch if lease else None)
+        primary = next((c for c in copies if c.role == leases.PRIMARY), None)
+        entry.update(
+            expires=lease.expires if lease else None,
+            state=lease.state if lease else None,
+            mode=lease.mode if lease else None,
+            factor=lease.factor if lease else None,
+            move=(
+                {"target": lease.move_target, "step": lease.move_step, "keep": lease.move_keep}
+                if lease is not None and lease.state == leases.MOVING
+                else None
+            ),
+            copies=[_copy_view(c, primary) for c in copies],
+        )
+        listed.append(entry)
+    return listed
+
+
+def _copy_view(copy: Copy, primary: Copy | None) -> dict[str, Any]:
+    lag = None
+    if primary is not None and primary.commits is not None and copy.commits is not None:
+        lag = max(0, primary.commits - copy.commits)
+    return {
+        "node": copy.node_id,
+        "role": copy.role,
+        "in_sync": copy.in_sync,
+        "lag": lag,
+        "epoch": copy.epoch,
+        "head": copy.head,
+        "commits": copy.commits,
+        "updated": copy.updated // 1000 if copy.updated is not None else None,
+    }

@@ -9,7 +9,6 @@ re-creating an id can never bring its old tokens back.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -19,12 +18,18 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from center.db import Generation, Grant, Member
 from center.errors import InvalidArgumentError, UnauthorizedError
+from center.names import CREDENTIAL_PREFIXES as CREDENTIAL_PREFIXES
+from center.names import MEMBER_ID as MEMBER_ID
+from center.names import OPERATOR_ID as OPERATOR_ID
+from center.names import VAULT_NAME as VAULT_NAME
+from center.names import check_member_id as check_member_id
+from center.names import check_vault as check_vault
+from center.names import rules_of as rules_of
 from tickets import (
     ALL_VAULTS,
     ROLES,
     Paths,
     Permissions,
-    Reach,
     Role,
     Scope,
     UnknownRoleError,
@@ -32,15 +37,9 @@ from tickets import (
     parse_role,
     parse_scope,
 )
-from tickets.reach import NO_PATHS, ROOT
-from tickets.scopes import EXPANSION, ROLE_CAPS, scope_name
+from tickets.reach import NO_PATHS
+from tickets.scopes import EXPANSION, ROLE_CAPS, role_cap, scope_name
 
-OPERATOR_ID = "center-admin"
-MEMBER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-VAULT_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
-"""The node's vault-name rule (`vault_core.paths.VAULT_NAME`; a test keeps them equal)."""
-CREDENTIAL_PREFIXES = ("sbm_", "sbn_")
-"""Member and node credentials start so; no id may, so no id is mistaken for one."""
 FIRST_GENERATION = 1
 SCOPE_HELP = (
     "unknown scope; use read, write, read_write, read_write_delete or allow_all "
@@ -48,22 +47,6 @@ SCOPE_HELP = (
 )
 """Unknown values are not echoed: a misplaced password must not come back in an error."""
 MANAGERS: frozenset[Role] = frozenset({"admin", "owner"})
-
-
-def check_member_id(value: str) -> str:
-    if not MEMBER_ID.fullmatch(value):
-        raise InvalidArgumentError("id", "use 1-64 characters of A-Z, a-z, 0-9, '-' and '_'")
-    if value == OPERATOR_ID:
-        raise InvalidArgumentError("id", f"{OPERATOR_ID!r} is reserved for the operator")
-    if value.startswith(CREDENTIAL_PREFIXES):
-        raise InvalidArgumentError("id", "ids starting sbm_ or sbn_ look like credentials")
-    return value
-
-
-def check_vault(value: str, field: str = "vault") -> str:
-    if not VAULT_NAME.fullmatch(value):
-        raise InvalidArgumentError(field, "use vault names of 1-64 characters of a-z, 0-9, _ and -")
-    return value
 
 
 def check_vaults(values: Iterable[str]) -> list[str]:
@@ -83,12 +66,13 @@ def role_rank(role: str) -> int:
 def role_for(scope: Scope) -> Role:
     """The lowest role whose cap covers `scope` (the role a member gets when none is named)."""
     held = EXPANSION[scope]
-    return next(role for role in ROLES if held <= EXPANSION[ROLE_CAPS[role]])
+    return next(role for role in ROLES if held <= role_cap(role))
 
 
 def role_and_scope(role: str | None, scope: str | None) -> tuple[Role, Scope]:
-    """Validate a role and a scope together; defaults follow seed 001 (scope read, role
-    derived from the scope), and a scope above the role's cap is refused."""
+    """Validate a role and a scope together; defaults: scope read, role derived
+    from the scope (docs/design.md#scopes-and-roles), and a scope above the role's cap is
+    refused."""
     try:
         wire = parse_scope(scope) if scope is not None else "read"
         named = parse_role(role) if role is not None else role_for(wire)
@@ -98,7 +82,7 @@ def role_and_scope(role: str | None, scope: str | None) -> tuple[Role, Scope]:
         raise InvalidArgumentError(
             "role", "unknown role; use reader, editor, admin or owner"
         ) from None
-    if not EXPANSION[wire] <= EXPANSION[ROLE_CAPS[named]]:
+    if not EXPANSION[wire] <= role_cap(named):
         cap = ROLE_CAPS[named]
         raise InvalidArgumentError("scope", f"{wire} exceeds the cap of role {named} ({cap})")
     return named, wire
@@ -126,7 +110,7 @@ class Principal:
 
     @property
     def permissions(self) -> Permissions:
-        return EXPANSION[self.scope] & EXPANSION[ROLE_CAPS[self.role]]
+        return EXPANSION[self.scope] & role_cap(self.role)
 
     def sees(self, vault: str) -> bool:
         return self.vaults == (ALL_VAULTS,) or vault in self.vaults
@@ -144,19 +128,6 @@ class Principal:
             "generation": self.generation,
             "paths": {v: rules_of(r) for v, r in sorted(self.paths.vaults.items())},
         }
-
-
-def rules_of(reach: Reach) -> dict[str, list[str] | None]:
-    """Every list spelled out; `read` or `write` None where it is the whole vault."""
-
-    def folders(items: tuple[str, ...]) -> list[str] | None:
-        return None if items == (ROOT,) else list(items)
-
-    return {
-        "read": folders(reach.read),
-        "write": folders(reach.write),
-        "exclude": list(reach.exclude),
-    }
 
 
 OPERATOR = Principal(OPERATOR_ID, "owner", "allow_all", (ALL_VAULTS,))

@@ -25,8 +25,8 @@ INTRO = """\
 
 Generated from the center's OpenAPI schema by `make docs` (`center.reference`); a test
 fails when this file and the code disagree. Do not edit it by hand. A running center
-serves the same schema at `/openapi.json` and interactive docs at `/docs`; the guide to
-what the routes mean is [center.md](../center.md).
+serves the same schema at `/openapi.json` (no interactive page: it would load its script
+from an outside host); the guide to what the routes mean is [center.md](../center.md).
 
 Every error has one body shape, `{"error": {"code": "...", "message": "..."}}`; request
 bodies are JSON objects that refuse unknown fields (422 `invalid_request`) and are

@@ -14,9 +14,8 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
-import httpx
 import typer
 from rich.cells import cell_len
 from rich.console import Console
@@ -25,13 +24,31 @@ from rich.text import Text
 
 from center.errors import CenterError
 
+if TYPE_CHECKING:
+    import httpx
+
 URL_ENV = "SECONDBRAIN_CENTER_URL"
 TOKEN_ENV = "SECONDBRAIN_CENTER_ADMIN_TOKEN"  # noqa: S105 - the variable's name, not a token
 MEMBER_TOKEN_ENV = "SECONDBRAIN_CENTER_TOKEN"  # noqa: S105 - the variable's name, not a token
 DEFAULT_URL = "http://127.0.0.1:2021"
 TIMEOUT = 30.0
 TIME_FIELDS = frozenset(
-    {"created", "decided", "expiry", "expires_at", "last_seen", "signed_at", "token_expires_at"}
+    {
+        "client_id_issued_at",
+        "created",
+        "decided",
+        "expiry",
+        "expires_at",
+        "iat",
+        "last_seen",
+        "last_sign_in",
+        "revoked",
+        "signed_at",
+        "started",
+        "token_expires_at",
+        "updated",
+        "used",
+    }
 )
 """Fields that hold epoch seconds: text shows them as local ISO 8601, JSON adds `<name>_iso`."""
 HINTS = {
@@ -77,7 +94,16 @@ class Remote:
             if self.env == TOKEN_ENV:
                 wanted = f"{TOKEN_ENV} (the operator) or {MEMBER_TOKEN_ENV} (a member)"
                 raise RemoteError("no_token", f"set {wanted} in the environment (never a flag)")
-            raise RemoteError("no_token", f"set {self.env} in the environment (never a flag)")
+            hint = HINTS[self.env]
+            if os.environ.get(TOKEN_ENV):  # the operator ran a member's verb
+                hint += (
+                    f". {TOKEN_ENV} is set, but this verb acts as a member, with that member's"
+                    " credential; as the operator, `grant issue --vault V [--grantee M]` gives"
+                    " an agent a token for up to 60 minutes"
+                )
+            raise RemoteError(
+                "no_token", f"set {self.env} in the environment (never a flag): {hint}"
+            )
         return {"Authorization": f"Bearer {self.token}"}
 
     def _check_url(self) -> None:
@@ -98,6 +124,8 @@ class Remote:
         authenticated: bool = True,
     ) -> Any:
         """JSON (or text, for NDJSON) of a successful answer; RemoteError otherwise."""
+        import httpx  # noqa: PLC0415 - `--help` and the local verbs never load it
+
         self._check_url()
         headers = self._headers(authenticated)
         try:
@@ -124,6 +152,8 @@ class Remote:
 
 
 def _why(exc: httpx.HTTPError) -> str:
+    import httpx  # noqa: PLC0415 - loaded by the call that failed
+
     if isinstance(exc, httpx.ConnectError):
         return "connection refused or host not found"
     if isinstance(exc, httpx.TimeoutException):

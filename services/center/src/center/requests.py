@@ -1,4 +1,4 @@
-"""Requests (seed 001): a member asks for a grant, an admin or owner decides, and the
+"""Requests (docs/design.md#requests): a member asks for a grant, an admin or owner decides, and the
 member claims the grant with its own credential — exactly once.
 
 `pending → approved | rejected | cancelled | expired`, then `approved → claimed`. An
@@ -22,6 +22,7 @@ from center import grants, rules
 from center.db import Request
 from center.errors import ConflictError, ForbiddenError, LimitError, NotFoundError
 from center.keyring import Keyring
+from center.names import Rules
 from center.principals import (
     OPERATOR,
     OPERATOR_ID,
@@ -35,7 +36,7 @@ from center.store import Change
 from center.tokens import narrowed
 from tickets import Paths, Scope, parse_scope
 from tickets.reach import NO_PATHS
-from tickets.scopes import EXPANSION, ROLE_CAPS
+from tickets.scopes import EXPANSION, role_cap
 
 DAY = 86_400
 MAX_PENDING_PER_REQUESTER = 20
@@ -56,7 +57,7 @@ class RequestAsk:
     minutes: int = 15
     reason: str | None = None
     approvers: tuple[str, ...] = ()
-    paths: rules.Rules | None = None
+    paths: Rules | None = None
     """Path rules asked for in `vault`; none: the whole vault (or the approver's rules)."""
 
 
@@ -68,7 +69,7 @@ class Decision:
     scope: Scope | None = None
     minutes: int | None = None
     reason: str | None = None
-    paths: rules.Rules | None = None
+    paths: Rules | None = None
 
 
 def view(row: Request) -> dict[str, Any]:
@@ -148,10 +149,14 @@ async def create(work: Change, caller: Principal, ask: RequestAsk) -> dict[str, 
     caller = await current(work.session, caller)
     await housekeep(work)
     if not caller.sees(ask.vault):
-        raise ForbiddenError(f"you are not a principal of vault {ask.vault!r}")
+        raise ForbiddenError(
+            f"you are not a member of vault {ask.vault!r}, so you cannot ask for access to it"
+            f" (your vaults: {', '.join(caller.vaults) or 'none'}); ask its owner or the"
+            " operator to add you to it"
+        )
     if caller.grant is not None and await find(work.session, caller.id) is None:
         raise ForbiddenError("an anonymous grant cannot ask for grants; a member must")
-    if not EXPANSION[ask.scope] <= EXPANSION[ROLE_CAPS[caller.role]]:
+    if not EXPANSION[ask.scope] <= role_cap(caller.role):
         raise ForbiddenError(f"{ask.scope} exceeds the cap of your role {caller.role}")
     approvers = _check_approvers(ask.approvers, caller.id)
     paths = rules.parse(ask.paths, [ask.vault])

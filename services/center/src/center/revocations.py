@@ -1,4 +1,4 @@
-"""The signed revocation feed every node polls (DESIGN §5.5).
+"""The signed revocation feed every node polls (docs/design.md#revocation-feed).
 
 Each snapshot lists what is revoked and still unexpired — grant ids, token ids, member
 generations, key ids — plus a signed checkpoint of the audit head. `seq` only grows and
@@ -51,12 +51,8 @@ def content_digest(content: dict[str, Any]) -> str:
     return hashlib.sha256(rfc8785.dumps(content)).hexdigest()
 
 
-async def _sequence(session: AsyncSession, digest: str) -> int:
+def _sequence(row: Feed, digest: str) -> int:
     """The feed's seq for this content: unchanged if it was published before, else +1."""
-    row = await session.get(Feed, 1, with_for_update=True)
-    if row is None:
-        session.add(Feed(id=1, seq=1, digest=digest))
-        return 1
     if row.digest != digest:
         row.seq, row.digest = row.seq + 1, digest
     return row.seq
@@ -65,9 +61,16 @@ async def _sequence(session: AsyncSession, digest: str) -> int:
 async def _current(
     session: AsyncSession, keyring: Keyring, now: int
 ) -> tuple[int, dict[str, Any], frozenset[str]]:
+    # The feed row is locked before the content is read: a publisher that read before a
+    # revocation committed must not take a seq after one that read it (several centers
+    # on one database publish in turn, each reading what the one before it committed).
+    row = await session.get(Feed, 1, with_for_update=True, populate_existing=True)
+    if row is None:  # migration 0010 seeds it; a database made otherwise lacks it
+        row = Feed(id=1, seq=0, digest="")
+        session.add(row)
     content = await _revoked(session, now)
     kids = await keyring.revoked_kids(session)
-    seq = await _sequence(session, content_digest({**content, "kids": sorted(kids)}))
+    seq = _sequence(row, content_digest({**content, "kids": sorted(kids)}))
     return seq, content, kids
 
 

@@ -1,9 +1,11 @@
 """Path rules at the center: folders of a vault a member, grant, request or token may reach.
 
-Stored and answered as `{vault: {"read": [...], "write": [...], "exclude": [...]}}` (a
-vault not named is reached whole); `tickets.reach` cleans and checks them, and says
-whether one set lies within another. Delegation only narrows: every check here that
-fails says which folder reaches too far and what it must lie within.
+Inside the center rules are `tickets.Paths` (a `Reach` per vault); at every edge — the
+CLI, the console, a request's body, a stored row, an answer — they are `Rules`
+(`center.names`): `parse` and `loaded` convert in, `stored` and `shown` out.
+`tickets.reach` cleans and checks them, and says whether one set lies within another.
+Delegation only narrows: every check here that fails says which folder reaches too far and
+what it must lie within.
 """
 
 from __future__ import annotations
@@ -13,14 +15,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from center.errors import ForbiddenError, InvalidArgumentError
-from center.principals import check_vault
-from center.principals import rules_of as full
+from center.names import RULES_FIELD as FIELD
+from center.names import Rules, check_vault
+from center.names import rules_of as full
 from tickets import ALL_VAULTS, Paths, Reach, RuleError, within
 from tickets.reach import NO_PATHS
-
-Rules = dict[str, dict[str, list[str] | None]]
-"""The stored and wire form of path rules, every list spelled out (None: the whole vault)."""
-FIELD = "paths"
+from tickets.scopes import EXPANSION
 
 
 def stored(paths: Paths) -> Rules | None:
@@ -38,11 +38,11 @@ def loaded(value: Mapping[str, Any] | None) -> Paths:
     return Paths.from_claim(value or None)
 
 
-def _reach(rules: Mapping[str, Any]) -> Reach:
+def _reach(rules: Mapping[str, list[str] | None]) -> Reach:
     return Reach.of(rules.get("read"), rules.get("write"), rules.get("exclude") or [])
 
 
-def parse(value: Mapping[str, Mapping[str, Any]] | None, vaults: Sequence[str]) -> Paths:
+def parse(value: Rules | None, vaults: Sequence[str]) -> Paths:
     """Rules a caller sent, cleaned, for a holder of `vaults`; a rule that does not clean,
     or names a vault the holder does not reach, is refused (400) with the reason."""
     if not value:
@@ -102,25 +102,13 @@ def audit(paths: Paths) -> dict[str, str]:
     return {FIELD: json.dumps(rules, separators=(",", ":"), sort_keys=True, ensure_ascii=False)}
 
 
-def describe(value: Mapping[str, Any] | None) -> str:
-    """For listings: `team: read projects/acme; write projects/acme/inbox; except …`."""
+READ_ONLY = frozenset(scope for scope, held in EXPANSION.items() if "write" not in held)
+
+
+def describe(value: Mapping[str, Any] | None, scope: object = None) -> str:
+    """For listings: `team: read projects/acme; write projects/acme/inbox; except …`; for a
+    `scope` that cannot write (`read`), the write folders are left out, as they grant
+    nothing."""
     paths = loaded(value)
-    return " | ".join(f"{v}: {r.describe()}" for v, r in sorted(paths.vaults.items()))
-
-
-def from_args(read: Iterable[str], write: Iterable[str], exclude: Iterable[str]) -> Rules:
-    """Rules from `vault:folder` values (the CLI's --read-path, --write-path, --exclude
-    and the console's fields). A vault with write folders or exclusions but no read folders
-    reads the whole vault."""
-    rules: Rules = {}
-    for key, values in (("read", read), ("write", write), ("exclude", exclude)):
-        for value in values:
-            vault, sep, folder = value.strip().partition(":")
-            if not sep or not vault or not folder.strip():
-                raise InvalidArgumentError(
-                    FIELD, f"{value!r}: write VAULT:FOLDER, e.g. team:projects/acme"
-                )
-            listed = rules.setdefault(vault.strip(), {}).setdefault(key, [])
-            assert listed is not None  # only ever set to a list here
-            listed.append(folder.strip())
-    return rules
+    writes = scope not in READ_ONLY
+    return " | ".join(f"{v}: {r.describe(writes=writes)}" for v, r in sorted(paths.vaults.items()))

@@ -8,8 +8,6 @@ migrated, the audit chain verified and the signing key recorded before any reque
 from __future__ import annotations
 
 import asyncio
-import fcntl
-import os
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -18,19 +16,21 @@ from pathlib import Path
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from center import grants, requests, tokens
+from center import grants, requests, throttles, tokens
 from center.audit import AuditLog, JsonlAudit, TableAudit
 from center.auth import Authenticator
 from center.config import Settings
-from center.db import make_engine, migrate, private_dir, private_file
+from center.db import make_engine, migrate, private_dir
 from center.db.probe import describe
 from center.errors import CenterError, ConfigError, DatabaseUnusableError, StorageError
 from center.keyring import Keyring
 from center.log import get_logger
 from center.passwords import Passwords
 from center.store import Clock, Store
+from tickets import lock
 
 PRUNE_EVERY = 60.0
+CENTER_LOCK = "center.lock"
 
 
 @dataclass
@@ -43,21 +43,19 @@ class Center:
     auth: Authenticator
     passwords: Passwords
     started: float
+    draining: bool = False
+    """Set at SIGTERM when `shutdown_drain` is on: /readyz answers 503, requests still run."""
 
 
 @contextmanager
 def exclusive(data_dir: Path) -> Iterator[None]:
-    """Hold `data_dir/center.lock` for the life of the process (SQLite deployments)."""
-    path = private_file(data_dir / "center.lock")
-    descriptor = os.open(path, os.O_RDWR)
+    """Hold `data_dir/center.lock` for the life of the process (SQLite deployments); a
+    second center is refused with the first one's pid."""
     try:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ConfigError(["data_dir: another center process is using it"]) from None
-        yield
-    finally:
-        os.close(descriptor)
+        with lock.exclusive(data_dir, CENTER_LOCK, "secondbrain-center serve"):
+            yield
+    except lock.DataDirBusyError as exc:
+        raise ConfigError([f"data_dir: {exc}"]) from None
 
 
 def audit_for(settings: Settings) -> AuditLog:
@@ -77,7 +75,7 @@ async def open_center(
         try:
             await _start(store)
             await recover(store)
-            keyring = Keyring(settings.signing_key())
+            keyring = Keyring(settings.signing_key(), settings.mcp_url)
             await keyring.start(store)
             auth = Authenticator(store, settings.admin_token_value())
             center = Center(settings, store, keyring, auth, passwords or Passwords(), clock())
@@ -92,9 +90,27 @@ def _nothing() -> Iterator[None]:
     yield
 
 
+async def migrate_database(settings: Settings) -> tuple[str | None, str]:
+    """`secondbrain-center migrate`: the schema's revision before and after `migrate`. A
+    SQLite center must not be running meanwhile (its data dir lock says so)."""
+    private_dir(settings.data_dir)
+    with exclusive(settings.data_dir) if settings.backend == "sqlite" else _nothing():
+        engine = make_engine(settings)
+        try:
+            return await migrate(engine)
+        except (SQLAlchemyError, OSError) as exc:
+            if settings.backend == "postgresql":
+                raise DatabaseUnusableError(describe(engine.url, exc)) from None
+            raise StorageError(f"cannot migrate the database: {type(exc).__name__}") from None
+        finally:
+            await engine.dispose()
+
+
 async def _start(store: Store) -> None:
     try:
-        await migrate(store.engine)
+        # One SQLite process (it holds the data dir's lock) migrates itself; centers on
+        # PostgreSQL leave that to `secondbrain-center migrate`, run once before them.
+        await migrate(store.engine, upgrade=store.engine.dialect.name == "sqlite")
     except (SQLAlchemyError, OSError) as exc:
         if store.engine.dialect.name == "postgresql":
             raise DatabaseUnusableError(describe(store.engine.url, exc)) from None
@@ -125,10 +141,11 @@ def _objects(request_ids: list[str]) -> str | None:
 
 
 async def prune_once(center: Center) -> None:
-    """Forget grants and tokens that expired; a no-op while changes are locked."""
+    """Forget grants, tokens and limits that expired; a no-op while changes are locked."""
     async with center.store.change() as work:
         await grants.prune(work.session, work.now)
         await tokens.prune(work.session, work.now)
+        await throttles.prune(work.session, work.now)
 
 
 async def prune_forever(center: Center, every: float = PRUNE_EVERY) -> None:

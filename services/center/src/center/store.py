@@ -2,8 +2,10 @@
 
 Every change runs in `Store.change()`: serialized in the process (and, on PostgreSQL,
 across processes by the audit head's row lock), domain writes flushed, audit records
-appended, then one commit. If the audit append fails, or the commit fails after it, the
-store locks itself (`restart_required`): changes answer 503 until a restart, reads go on.
+appended, then one commit. If the audit file's append fails, or the commit fails after
+it, the store locks itself (`restart_required`): changes answer 503 until a restart, reads
+go on. The audit table commits with the change or not at all, so there a failure is a
+503 to retry, and the store works again as soon as the database does.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
+from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -20,6 +23,9 @@ from center.audit import AuditLog, Event, Head, Selection, Value
 from center.errors import ConflictError, RestartRequiredError, StorageError
 
 Clock = Callable[[], float]
+READY_TIMEOUT = 2.0
+LOST = (SQLAlchemyError, OSError)
+"""A database that failed or went away: a driver that cannot connect raises OSError."""
 
 
 @dataclass
@@ -64,7 +70,7 @@ class Store:
         try:
             async with self.sessions() as session:
                 yield session
-        except SQLAlchemyError as exc:
+        except LOST as exc:
             raise StorageError(type(exc).__name__) from None
 
     @asynccontextmanager
@@ -86,7 +92,7 @@ class Store:
             except RestartRequiredError as exc:
                 self.locked = exc.reason
                 raise
-            except SQLAlchemyError as exc:
+            except LOST as exc:
                 raise self._failed(exc, appended=appended) from None
 
     @asynccontextmanager
@@ -97,11 +103,11 @@ class Store:
             try:
                 async with self.sessions() as session, session.begin():
                     yield session
-            except SQLAlchemyError as exc:
+            except LOST as exc:
                 raise StorageError(type(exc).__name__) from None
 
-    def _failed(self, exc: SQLAlchemyError, *, appended: bool) -> Exception:
-        if appended:
+    def _failed(self, exc: Exception, *, appended: bool) -> Exception:
+        if appended and not self.audit.atomic:
             self.locked = f"commit failed after the audit append ({type(exc).__name__})"
             return RestartRequiredError(self.locked)
         if isinstance(exc, IntegrityError):
@@ -111,6 +117,18 @@ class Store:
     def _refuse_if_locked(self) -> None:
         if self.locked is not None:
             raise RestartRequiredError(self.locked)
+
+    async def ready(self) -> str | None:
+        """Why this process cannot serve now (None: it can): its changes are locked, or
+        the database does not answer within `READY_TIMEOUT` seconds."""
+        if self.locked is not None:
+            return f"restart_required: {self.locked}"
+        try:
+            async with asyncio.timeout(READY_TIMEOUT), self.sessions() as session:
+                await session.execute(text("SELECT 1"))
+        except (*LOST, TimeoutError) as exc:
+            return f"database: {type(exc).__name__}"
+        return None
 
     async def audit_head(self) -> Head:
         async with self.read() as session:

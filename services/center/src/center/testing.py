@@ -100,8 +100,10 @@ def live(config: Settings, clock: Clock) -> Iterator[Live]:
             runner.run(app_context.__aexit__(None, None, None))
 
 
-def client(app: FastAPI) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=ISSUER)
+def client(app: FastAPI, source: str = "127.0.0.1") -> httpx.AsyncClient:
+    """A client of `app` in process; the center sees its requests come from `source`."""
+    transport = httpx.ASGITransport(app=app, client=(source, 40000))
+    return httpx.AsyncClient(transport=transport, base_url=ISSUER)
 
 
 def bearer(credential: str) -> dict[str, str]:
@@ -151,3 +153,38 @@ def refused(response: httpx.Response, status: int, code: str | None, *words: str
         assert found == code, response.text
     for word in words:
         assert word in message, f"{word!r} not in {message!r}"
+
+
+# ---------------------------------------------------------------- replication
+
+HEAD: Final = "1" * 40
+"""A head commit a test node reports."""
+
+
+async def add_node(http: httpx.AsyncClient, node_id: str, resource: str) -> str:
+    """Register a node as the operator; returns its credential."""
+    response = await http.post(
+        "/v1/nodes", json={"id": node_id, "resource": resource}, headers=ADMIN
+    )
+    assert response.status_code == 201, response.text
+    credential: str = response.json()["credential"]
+    return credential
+
+
+def held(vault: str, epoch: int = 1, head: str | None = HEAD, commits: int = 3) -> dict[str, Any]:
+    """One copy as a node reports it in a lease renewal."""
+    return {"vault": vault, "epoch": epoch, "head": head, "commits": commits}
+
+
+async def renew(http: httpx.AsyncClient, credential: str, *copies: dict[str, Any]) -> Any:
+    """A node's lease renewal reporting `copies`; the answer's JSON (200 asserted)."""
+    response = await http.post(
+        "/v1/nodes/leases", json={"copies": list(copies)}, headers=bearer(credential)
+    )
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def entry(answer: Any, vault: str) -> Any:
+    """One vault of a renewal's answer."""
+    return next(v for v in answer["vaults"] if v["vault"] == vault)

@@ -26,6 +26,7 @@ from center.errors import (
     NotFoundError,
 )
 from center.keyring import Keyring
+from center.names import Rules
 from center.nodes import holders, resources_for
 from center.principals import (
     MANAGERS,
@@ -54,6 +55,14 @@ from tickets.verify import canonical_resource
 
 MAX_MINUTES = 90 * 24 * 60
 DEFAULT_MINUTES = 60
+
+
+def with_deployment(aud: Sequence[str], deployment: str | None) -> list[str]:
+    """`aud` naming the deployment's one address too, when there is one
+    (docs/design.md#one-address)."""
+    if deployment is None or canonical_resource(deployment) in map(canonical_resource, aud):
+        return list(aud)
+    return sorted({*aud, deployment})
 
 
 async def audience(
@@ -142,7 +151,7 @@ class TokenAsk:
     member: str | None = None
     vouched: tuple[str, ...] | None = None
     """Resources the settings name besides registered nodes'; when set, any other is refused."""
-    paths: rules.Rules | None = None
+    paths: Rules | None = None
     """Path rules per vault of the token, within the member's; a vault left out keeps its."""
 
 
@@ -162,7 +171,9 @@ async def exchange(
         vaults = _vaults_for_other(caller, holder, ask.vaults)
         bounds = [holder, caller]
     paths = _paths(bounds, vaults, ask.paths)
-    aud = await audience(work.session, vaults, ask.resources, ask.vouched)
+    aud = with_deployment(
+        await audience(work.session, vaults, ask.resources, ask.vouched), keyring.deployment
+    )
     claims = claims_for(
         iss=issuer,
         sub=holder.id,
@@ -180,7 +191,7 @@ async def exchange(
     return {"token": token, "token_type": "Bearer", **_view(row), "audience": aud}
 
 
-def _paths(bounds: Sequence[Principal], vaults: Sequence[str], asked: rules.Rules | None) -> Paths:
+def _paths(bounds: Sequence[Principal], vaults: Sequence[str], asked: Rules | None) -> Paths:
     """The token's rules: those asked for, each within the rules of every one of `bounds`
     (the holder, and the minting manager); a vault not asked for gets the narrowest of
     theirs. Rules for a vault the token does not name are refused."""
@@ -198,7 +209,7 @@ def _paths(bounds: Sequence[Principal], vaults: Sequence[str], asked: rules.Rule
 
 
 async def _other_member(work: Change, caller: Principal, member_id: str) -> Principal:
-    """DESIGN §5.3: an admin or owner mints agent tokens for members of its vaults (for a
+    """docs/design.md#tokens: an admin or owner mints agent tokens for members of its vaults (for a
     client that can only send a static header). Never for the operator."""
     if caller.grant is not None or caller.role not in MANAGERS:
         raise ForbiddenError("only an admin or owner may mint a token for another member")
@@ -316,7 +327,7 @@ async def revoke(work: Change, caller: Principal, jti: str) -> dict[str, Any]:
 
 async def revoke_issued_by(work: Change, member_id: str, action: str) -> list[str]:
     """When a member's authority changes or it goes, the tokens it minted for others die
-    with it (as its grants do, DESIGN §5.4); they stay in the feed until they expire."""
+    with it (as its grants do, docs/design.md#grants); they stay in the feed until they expire."""
     rows = (
         await work.session.scalars(
             select(Token).where(

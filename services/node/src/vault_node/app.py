@@ -14,6 +14,7 @@ import socket
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import structlog
 import uvicorn
@@ -25,15 +26,22 @@ from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 
 from tickets import Verifier
-from vault_core import Identity, Library, Settings, embedding, trash
-from vault_core.vault import rfc3339
-from vault_node import auth, feed, metrics, rpc
+from tickets.verify import canonical_resource
+from vault_core import Identity, Library, Settings, rfc3339
+from vault_core.ops import trash
+from vault_core.search import embedding
+from vault_node import auth, feed, metrics, replication, rpc
 from vault_node.config import NodeConfig
+from vault_node.directory import Directory
+from vault_node.forward import Forwarder
 from vault_node.heartbeat import Heartbeat
+from vault_node.lease import Leases
 from vault_node.metrics import Metrics, NodeFigures
 from vault_node.placement import Placements, PlacingLibrary
 from vault_node.ratelimit import Buckets
 from vault_node.reload import Reloader
+from vault_node.shipping import Replicator
+from vault_node.verbs import VERBS
 
 log = structlog.get_logger("vault_node")
 
@@ -61,7 +69,17 @@ class Node:
             verifier, self.feed = feed.build_verifier(config)
         self.verifier = verifier
         self.placements = Placements()
+        self.directory = Directory()
+        self.forwarder = Forwarder(self.directory)
+        self.learned()
         self.heartbeat: Heartbeat | None = None
+        self.leases: Leases | None = None
+        self.replicator: Replicator | None = None
+        if config.heartbeat:  # a center to hold leases: docs/design.md#replication-between-nodes
+            self.leases = Leases(lambda: self.config, lambda: self.library)
+            self.replicator = Replicator(self.leases, lambda: self.config)
+            self.leases.on_renewed = self.replicator.catch_up
+            self.leases.holding = self.replicator.holding
         self.buckets = Buckets(config.rate_limit)
         self.metrics = self._new_metrics() if config.metrics else None
         self._library = library
@@ -82,6 +100,7 @@ class Node:
                 revocation=self.verifier.revocation,
                 feed=self.feed,
                 heartbeat=lambda: self.heartbeat,
+                forwarded=lambda: dict(self.forwarder.counts),
             )
         )
 
@@ -93,7 +112,43 @@ class Node:
             vaults=self.library.names,
             placements=self.placements,
             poll=self.feed.poll_once if self.feed is not None else None,
+            known=self.directory,
+            learned=self.learned,
         )
+
+    @property
+    def deployment(self) -> str | None:
+        """The deployment's one address: this node's `mcp_url`, else the center's."""
+        return canonical_resource(self.config.mcp_url) or self.directory.deployment
+
+    def learned(self) -> None:
+        """Accept tokens for the one address once it is known (set, or told by the center)."""
+        self.verifier.deployment = self.forwarder.deployment = self.deployment
+
+    def holds(self, vault: str) -> bool:
+        return vault in self.placements or vault in self.library.names()
+
+    def is_primary(self, vault: str) -> bool:
+        """Whether this node's lease makes it the primary of `vault` (it may know before
+        its directory does, after a failover or a move)."""
+        held = self.leases.get(vault) if self.leases is not None else None
+        return held is not None and held.role == "primary"
+
+    def resource_for(self, request: Request) -> str:
+        """The MCP URL the client used: the one address when the request came by its host
+        (docs/design.md#one-address), else this node's own."""
+        deployment = self.deployment
+        host = request.headers.get("host", "").lower()
+        if deployment and host and _same_host(deployment, host):
+            return deployment
+        return self.config.resource
+
+    def metadata_url(self, request: Request) -> str:
+        resource = self.resource_for(request)
+        if resource == self.config.resource:
+            return self.config.metadata_url
+        parts = urlsplit(resource)
+        return f"{parts.scheme}://{parts.netloc}/.well-known/oauth-protected-resource"
 
     def apply_config(self, fresh: NodeConfig) -> None:
         """Swap in a reloaded config: the rate limit's buckets when it changed, the
@@ -103,6 +158,7 @@ class Node:
         self.verifier.max_stale = fresh.durations.max_stale
         self.verifier.read_when_stale = fresh.read_when_stale
         self.config = fresh
+        self.learned()
 
     @property
     def library(self) -> Library:
@@ -118,6 +174,7 @@ class Node:
             git_token=config.git_token or None,
             watch=config.watch,
             embedder=embedding.shared(config.embedding),
+            verbs=VERBS,
         )
         library = PlacingLibrary(
             config.data_dir, settings, config.default_vault, placements=self.placements
@@ -129,6 +186,7 @@ class Node:
     async def start(self) -> None:
         if self._library is None:
             self._library = await run_in_threadpool(self.open_library)
+        await self.forwarder.start(self.config)
         if self.feed is not None:
             await run_in_threadpool(self.feed.restore)
             polled = await run_in_threadpool(self.feed.poll_once)
@@ -141,7 +199,10 @@ class Node:
         if self.config.heartbeat:
             self.heartbeat = self._new_heartbeat()
             self._jobs.append(asyncio.create_task(self.heartbeat.run()))
+        if self.leases is not None:
+            self._jobs.append(asyncio.create_task(self.leases.run()))
         self._jobs.append(asyncio.create_task(self._purge_trash_forever()))
+        self._jobs.append(asyncio.create_task(self._find_vaults_forever()))
         if self.reloader is not None:
             self.reloader.on_sighup()
             self._jobs.append(asyncio.create_task(self.reloader.watch()))
@@ -159,6 +220,9 @@ class Node:
         for job in self._jobs:
             with contextlib.suppress(asyncio.CancelledError):
                 await job
+        if self.replicator is not None:
+            self.replicator.close()
+        await self.forwarder.stop()
         if self._owns_library and self._library is not None:
             await run_in_threadpool(self._library.close)
         log.info("shutdown")
@@ -167,6 +231,21 @@ class Node:
         while True:
             await run_in_threadpool(self.purge_trash)
             await asyncio.sleep(TRASH_PURGE_INTERVAL)
+
+    async def _find_vaults_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.durations.vault_scan_interval)
+            await run_in_threadpool(self.find_vaults)
+
+    def find_vaults(self) -> list[str]:
+        """Open the vault folders added to `data_dir` since start (copied in, or made by
+        `secondbrain vault create`) and tell the center at once; the names found."""
+        found = self.library.open_new()
+        if found:
+            log.info("vaults_found", vaults=found)
+            if self.heartbeat is not None:
+                self.heartbeat.beat_once()
+        return found
 
     def purge_trash(self, now: float | None = None) -> int:
         """Delete trash copies older than `trash_retention` in every vault; how many went."""
@@ -203,6 +282,13 @@ class Node:
             "heartbeat_age_seconds": None if beat is None else round(beat, 1),
             "stateless": True,
         }
+
+
+def _same_host(url: str, host: str) -> bool:
+    """Whether a `Host` header names the host of `url` (a default port written or not)."""
+    parts = urlsplit(url)
+    default = {"https": ":443", "http": ":80"}.get(parts.scheme, "")
+    return host.removesuffix(default) == parts.netloc.removesuffix(default)
 
 
 def create_app(
@@ -242,7 +328,8 @@ def create_app(
         max_age=600,
     )
     app.include_router(rpc.router)
-    app.include_router(auth.metadata_router(config))
+    app.include_router(replication.router)
+    app.include_router(auth.metadata_router())
     if node.metrics is not None:
         app.add_middleware(metrics.CountRequests, metrics=node.metrics, path=config.metrics_path)
         if not config.metrics_listen:
@@ -257,7 +344,7 @@ def create_app(
 
 
 def create_metrics_app(node: Node) -> Starlette:
-    """The second listener of spec §16.6: the metrics path and a bare `/healthz` only."""
+    """The second listener (docs/design.md#metrics-listener): the metrics path and `/healthz`."""
 
     async def healthz(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})

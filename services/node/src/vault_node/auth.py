@@ -1,7 +1,8 @@
 """Bearer tokens on `/mcp`: center-signed JWS verified offline, and the 401/403 answers.
 
 Every refusal is the same 401 with `WWW-Authenticate: Bearer resource_metadata=…`;
-the reason goes to the log, never to the caller. Only a missing permission is a 403.
+the reason goes to the log, and to the caller only for a genuine token that is for another
+node or has expired (`told`). Only a missing permission is a 403.
 Where the keys and the revocation snapshot come from is `vault_node.feed`.
 """
 
@@ -50,24 +51,45 @@ async def authenticate(request: Request, verifier: Verifier) -> Ticket:
         raise AuthFailure(exc.reason) from exc
 
 
-def unauthorized(config: NodeConfig) -> JSONResponse:
-    """The one 401 every token problem gets."""
+def told(reason: str, config: NodeConfig) -> str | None:
+    """What the 401 may say of `reason`: only of a token whose signature verified (so its
+    holder can read the same from the token itself), never of a forged or malformed one."""
+    if reason == "bad_aud":
+        return (
+            f"this token is for another node; ask the center for one whose resource is"
+            f" {config.resource}"
+        )
+    if reason == "expired":
+        return "this token has expired; ask the center for a new one"
+    return None
+
+
+def unauthorized(
+    config: NodeConfig, reason: str = "", metadata_url: str | None = None
+) -> JSONResponse:
+    """The one 401 every token problem gets; its message names the reason only where
+    `told` says it may. `metadata_url` is where the metadata for the address the client
+    used lives (the one address's, when it came that way)."""
     return JSONResponse(
         {
             "error": "invalid_token",
             "status": 401,
-            "message": "a valid bearer token for this node is required",
+            "message": told(reason, config) or "a valid bearer token for this node is required",
         },
         status_code=401,
         headers={
-            "WWW-Authenticate": f'Bearer resource_metadata="{config.metadata_url}"',
+            "WWW-Authenticate": f'Bearer resource_metadata="{metadata_url or config.metadata_url}"',
             "Cache-Control": "no-store",
         },
     )
 
 
 def forbidden(
-    config: NodeConfig, needed: frozenset[str], message: str = "", request_id: Any = None
+    config: NodeConfig,
+    needed: frozenset[str],
+    message: str = "",
+    request_id: Any = None,
+    metadata_url: str | None = None,
 ) -> JSONResponse:
     """403 `insufficient_scope`, naming the permissions the call needs in the challenge
     (what step-up clients read) and a JSON-RPC error as the body, whose message — the tool,
@@ -76,7 +98,7 @@ def forbidden(
     scope = " ".join(sorted(needed))
     challenge = (
         f'Bearer error="insufficient_scope", scope="{scope}", '
-        f'resource_metadata="{config.metadata_url}"'
+        f'resource_metadata="{metadata_url or config.metadata_url}"'
     )
     data = {"code": "forbidden", "status": 403, "scope": scope}
     body = {
@@ -91,19 +113,24 @@ def forbidden(
     )
 
 
-def metadata_router(config: NodeConfig) -> APIRouter:
-    """RFC 9728 protected-resource metadata at the root and the `/mcp`-suffixed path."""
+def metadata_router() -> APIRouter:
+    """RFC 9728 protected-resource metadata at the root and the `/mcp`-suffixed path. Its
+    `resource` is the address the client used: the deployment's one address when the
+    request came by its host (the proxy passes `Host` through), else this node's own."""
     router = APIRouter()
-    document: dict[str, Any] = {
-        "resource": config.resource,
-        "authorization_servers": [config.issuer],
-        "bearer_methods_supported": ["header"],
-        "scopes_supported": list(PERMISSIONS),  # the center advertises the same
-        "resource_name": "secondbrain vault node",
-    }
 
-    async def metadata() -> Response:
-        return JSONResponse(document, headers={"Cache-Control": "max-age=300"})
+    async def metadata(request: Request) -> Response:
+        node = request.app.state.node
+        config: NodeConfig = node.config
+        document: dict[str, Any] = {
+            "resource": node.resource_for(request),
+            "authorization_servers": [config.issuer],
+            "bearer_methods_supported": ["header"],
+            "scopes_supported": list(PERMISSIONS),  # the center advertises the same
+            "resource_name": "secondbrain vault node",
+        }
+        headers = {"Cache-Control": "max-age=300", "Vary": "Host"}
+        return JSONResponse(document, headers=headers)
 
     for path in (
         "/.well-known/oauth-protected-resource",

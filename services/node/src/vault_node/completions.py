@@ -10,10 +10,12 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from vault_core.search import answers
+from vault_node.context import Context
 from vault_node.errors import INVALID_PARAMS, InsufficientPermissionError, ProtocolError
 from vault_node.prompts import PROMPTS
-from vault_node.resources import TEMPLATES, in_reach, opened, run, visible_vaults
-from vault_node.tools.base import Context
+from vault_node.resources import in_reach, opened, run, visible_vaults
+from vault_node.uris import TEMPLATE
 
 MAX_VALUES = 100  # the most the MCP spec lets one answer hold
 RECENT_DAYS = 14
@@ -33,7 +35,7 @@ async def complete(ctx: Context, params: Any) -> dict[str, Any]:
             raise _bad(f"no prompt {ref.get('name')!r} with an argument {name!r}; prompts/list")
         found = _prompt_values(ctx, name, typed)
     elif ref.get("type") == "ref/resource":
-        if ref.get("uri") != TEMPLATES[0]["uriTemplate"] or name not in ("vault", "path"):
+        if ref.get("uri") != TEMPLATE or name not in ("vault", "path"):
             raise _bad(f"no template {ref.get('uri')!r} with {name!r}; resources/templates/list")
         found = await _template_values(ctx, name, typed, context)
     else:
@@ -62,12 +64,18 @@ def _read(params: Any) -> tuple[dict[str, Any], dict[str, str], dict[str, str]]:
 
 def _prompt_values(ctx: Context, name: str, typed: str) -> list[str]:
     if name == "vault":
-        return [v for v in visible_vaults(ctx) if v.startswith(typed)]
+        return [v for v in _vault_names(ctx) if v.startswith(typed)]
     if name == "date":
         today = _today(ctx)
         days = [(today - dt.timedelta(days=n)).isoformat() for n in range(RECENT_DAYS)]
         return [day for day in ["today", *days] if day.startswith(typed)]
     return []  # free text: a topic, a title, the notes of a meeting
+
+
+def _vault_names(ctx: Context) -> list[str]:
+    """The vaults the caller may use, here and on the deployment's other nodes (a path under
+    one held elsewhere is completed there: the request is forwarded)."""
+    return sorted({*visible_vaults(ctx), *ctx.vaults_elsewhere()})
 
 
 def _today(ctx: Context) -> dt.date:
@@ -79,18 +87,14 @@ async def _template_values(
     ctx: Context, name: str, typed: str, context: dict[str, str]
 ) -> list[str]:
     if name == "vault":
-        return [v for v in visible_vaults(ctx) if v.startswith(typed)]
+        return [v for v in _vault_names(ctx) if v.startswith(typed)]
     open_vault = opened(ctx, context.get("vault") or ctx.config.default_vault)
     if open_vault is None:
         return []
 
     def paths() -> list[str]:
-        with in_reach(ctx, open_vault.name), open_vault.index.querying() as conn:
-            rows = conn.execute(
-                "SELECT path FROM notes WHERE path >= ? AND path < ? ORDER BY path LIMIT ?",
-                (typed, typed + "\U0010ffff", MAX_VALUES + 1),
-            ).fetchall()
-        return [path for (path,) in rows]
+        with in_reach(ctx, open_vault.name):
+            return answers.paths_starting(open_vault.index, typed, MAX_VALUES + 1)
 
     return await run(ctx, paths)
 

@@ -1,4 +1,4 @@
-"""Node configuration (spec §3): defaults, then a YAML file, then `SECONDBRAIN_*` variables.
+"""Node configuration (docs/design.md#configuration): defaults, a YAML file, `SECONDBRAIN_*`.
 
 Everything is validated before the node starts; a bad value stops the process with
 one line per problem. Secrets may be given as `env:NAME` or `file:/path`.
@@ -19,11 +19,12 @@ import yaml
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
-from vault_core.paths import VAULT_NAME
+from vault_core import VAULT_NAME
 from vault_node.errors import ConfigError
 
 DEFAULT_CONFIG = Path("/etc/secondbrain/config.yaml")
 MIN_RESPONSE_BYTES = 4096
+MIN_PACK_BYTES = 1024 * 1024
 _DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _LEVELS = ("debug", "info", "warn", "error")
@@ -50,6 +51,9 @@ class Durations:
     max_stale: float
     heartbeat_interval: float
     trash_retention: float
+    vault_scan_interval: float
+    lease_margin: float
+    replication_timeout: float
 
 
 DURATIONS = tuple(field.name for field in dataclasses.fields(Durations))
@@ -87,9 +91,10 @@ class NodeConfig(BaseSettings):
     default_vault: str = "default"
     allowed_origins: Annotated[list[str], NoDecode] = []
     max_response_bytes: int = 262_144
-    rate_limit: int = 600  # tool calls a minute per principal (spec §5.8)
+    rate_limit: int = 600  # tool calls a minute per principal (docs/design.md#rate-limits)
     tool_timeout: str = "30s"  # a call still reading past it answers `timeout`
     center_url: str = ""
+    mcp_url: str = ""  # the deployment's one address; the center's heartbeat answer sets it too
     jwks_file: Path | None = None
     revocation_file: Path | None = None
     issuer: str = ""
@@ -100,6 +105,9 @@ class NodeConfig(BaseSettings):
     node_id: str = ""
     node_credential: str = Field("", repr=False)
     heartbeat_interval: str = "30s"
+    lease_margin: str = "2s"  # a primary stops acknowledging writes this long before its lease ends
+    replication_timeout: str = "5s"  # how long a primary waits for a replica to take a commit
+    replication_max_bytes: int = 48 * 1024 * 1024  # the largest pack a replica takes in one push
     git: bool = True
     git_remote: str = ""
     git_token: str = ""
@@ -107,6 +115,7 @@ class NodeConfig(BaseSettings):
     git_email: str = "secondbrain@localhost"
     trash_retention: str = "720h"
     watch: bool = True
+    vault_scan_interval: str = "5s"  # a vault folder added to data_dir is served within it
     embedding: str = "bundled"  # the model note_search ranks by meaning with; off: keywords only
     log_level: str = "info"
     commit: str = ""
@@ -125,7 +134,8 @@ class NodeConfig(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # The environment beats the file (spec §3): file values arrive as init arguments.
+        # The environment beats the file (docs/design.md#configuration): file values arrive as
+        # init arguments.
         return (env_settings, init_settings)
 
     @field_validator("allowed_origins", mode="before")
@@ -141,7 +151,7 @@ class NodeConfig(BaseSettings):
             return "bundled" if value else "off"
         return value.strip() if isinstance(value, str) else value
 
-    @field_validator("public_url", "center_url", "issuer")
+    @field_validator("public_url", "center_url", "issuer", "mcp_url")
     @classmethod
     def _no_trailing_slash(cls, value: str) -> str:
         return value.strip().rstrip("/")
@@ -177,6 +187,8 @@ class NodeConfig(BaseSettings):
             found.append(f"public_url {problem}")
         if self.center_url and (problem := _url_problem(self.center_url)):
             found.append(f"center_url {problem}")
+        if self.mcp_url and (problem := _url_problem(self.mcp_url)):
+            found.append(f"mcp_url {problem}")
         for origin in self.allowed_origins:
             if origin != "*" and _url_problem(origin):
                 found.append(f"allowed_origins entry {origin!r} is not an origin like https://x")
@@ -196,6 +208,8 @@ class NodeConfig(BaseSettings):
             found.append("rate_limit must be at least 1 call a minute")
         if self.max_response_bytes < MIN_RESPONSE_BYTES:
             found.append(f"max_response_bytes must be at least {MIN_RESPONSE_BYTES}")
+        if self.replication_max_bytes < MIN_PACK_BYTES:
+            found.append(f"replication_max_bytes must be at least {MIN_PACK_BYTES}")
         if problem := _embedding_problem(self.embedding):
             found.append(problem)
         if self.state_dir is not None and not self.state_dir.is_absolute():
@@ -252,7 +266,7 @@ class NodeConfig(BaseSettings):
         return bool(self.center_url and self.node_id and self.node_credential)
 
     def _metrics_problems(self) -> list[str]:
-        """Spec §16.3: only checked when the endpoint is on; the key is resolved here."""
+        """Only checked when the endpoint is on (docs/design.md#metrics); resolves the key."""
         found = []
         path = self.metrics_path
         if not path.startswith("/") or path in ("/", "/mcp", "/healthz"):
@@ -335,6 +349,86 @@ def load_config(path: Path | None = None, **overrides: Any) -> NodeConfig:
         return NodeConfig(**values)
     except ValidationError as exc:
         raise ConfigError(_describe(exc)) from exc
+
+
+@dataclasses.dataclass(frozen=True)
+class Sources:
+    """Which settings the file gave and which the environment (which wins:
+    docs/design.md#configuration)."""
+
+    file: Path
+    from_file: tuple[str, ...]
+    from_env: tuple[str, ...]
+    overridden: tuple[str, ...]
+    """Set in both with different values: the file's is ignored, easily by mistake (an
+    exported `SECONDBRAIN_CENTER_URL` meant for the center's CLI)."""
+
+    def lines(self) -> list[str]:
+        """For `secondbrain validate`: names only, never a value (some are secrets)."""
+        env = ", ".join(f"{name} ({_env_name(name)})" for name in self.from_env)
+        return [
+            f"from {self.file}: {', '.join(self.from_file) or 'nothing'}",
+            f"from the environment: {env or 'nothing'}",
+            "the rest: defaults",
+        ]
+
+    def conflicts(self) -> list[str]:
+        return [
+            f"{_env_name(name)} overrides {name} from {self.file} with another value;"
+            f" unset it (or make the two agree)"
+            for name in self.overridden
+        ]
+
+
+def setting_sources(path: Path | None = None) -> Sources:
+    """Where each setting `load_config(path)` reads comes from."""
+    source = path or Path(os.environ.get("SECONDBRAIN_CONFIG", "") or DEFAULT_CONFIG)
+    file = _read_yaml(source, explicit=path is not None)
+    env = {
+        name: os.environ[_env_name(name)]
+        for name in NodeConfig.model_fields
+        if _env_name(name) in os.environ
+    }
+    overridden = [name for name in env if name in file and not _same(file[name], env[name])]
+    return Sources(
+        source,
+        tuple(name for name in NodeConfig.model_fields if name in file),
+        tuple(env),
+        tuple(overridden),
+    )
+
+
+def _env_name(setting: str) -> str:
+    return f"SECONDBRAIN_{setting.upper()}"
+
+
+def _same(file_value: object, env_value: str) -> bool:
+    """Whether the file and the environment say the same, as the settings would read it."""
+    if isinstance(file_value, bool):
+        return file_value == (env_value.strip().lower() in ("1", "true", "yes", "on"))
+    if isinstance(file_value, list):
+        return ",".join(str(item).strip() for item in file_value) == ",".join(
+            item.strip() for item in env_value.split(",") if item.strip()
+        )
+    return str(file_value).strip().rstrip("/") == env_value.strip().rstrip("/")
+
+
+UP_CONFIG = Path("data") / "node.yaml"
+"""What `secondbrain up` (and so `make run`) writes, relative to the folder it starts in."""
+
+
+def configured_data_dir(path: Path | None = None) -> tuple[Path, Path] | None:
+    """Where the configured node looks for vaults, and the file that says so: `path`,
+    else $SECONDBRAIN_CONFIG or /etc/secondbrain/config.yaml, else the `node.yaml` that
+    `secondbrain up` writes under ./data. None when no file names a data_dir."""
+    candidates = [path] if path else []
+    if not path:
+        candidates += [Path(os.environ.get("SECONDBRAIN_CONFIG", "") or DEFAULT_CONFIG), UP_CONFIG]
+    for source in candidates:
+        data_dir = _read_yaml(source, explicit=path is not None).get("data_dir")
+        if isinstance(data_dir, str) and data_dir:
+            return Path(data_dir), source
+    return None
 
 
 def _read_yaml(path: Path, *, explicit: bool) -> dict[str, Any]:

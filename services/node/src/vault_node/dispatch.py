@@ -18,6 +18,8 @@ import structlog
 
 from tickets import InsufficientScopeError, Ticket, TokenError
 from vault_core import NotFoundError, OpenVault, VaultError, deadline, scope
+from vault_node import uris
+from vault_node.context import Call, Context
 from vault_node.errors import (
     METHOD_NOT_FOUND,
     ArgumentError,
@@ -28,9 +30,7 @@ from vault_node.errors import (
     UnknownVaultError,
 )
 from vault_node.registry import BLIND, REGISTRY, params_of
-from vault_node.tools.attachments import mime_of
-from vault_node.tools.base import Call, Context, Tool, check_arguments, suggest
-from vault_node.tools.common import uri_of
+from vault_node.tools.base import Tool, check_arguments, suggest
 from vault_node.tools.shape import encode_bytes, fit, primary_count
 
 log = structlog.get_logger("vault_node")
@@ -72,7 +72,7 @@ async def call_tool(ctx: Context, name: str, arguments: Mapping[str, Any]) -> di
         result = _failure(exc.code, exc.message)
         audit.emit(error=exc.code)
     except Exception as exc:  # noqa: BLE001 — the tool dispatch boundary: one answer, one log line
-        # No traceback and no message: either may quote note content (spec §15.1).
+        # No traceback and no message: either may quote note content (docs/design.md#tool-call-log).
         log.error("tool_failed", tool=tool.name, error_type=type(exc).__name__, where=_where(exc))  # noqa: TRY400
         result = _failure(
             "internal",
@@ -131,8 +131,17 @@ def _handle(
             call.opened = _vault(call.context, vault)
             audit.fields["vault"] = call.opened.name
         rules = call.context.ticket.reach(call.opened.name) if call.opened is not None else None
+        replicator = call.context.replicator
+        held = None
+        if replicator is not None and call.opened is not None and tool.kind != "read":
+            held = replicator.before_write(
+                call.opened.name
+            )  # docs/design.md#replication-between-nodes
         with scope.applied(rules):
-            return tool.handler(call)
+            payload = tool.handler(call)
+        if held is not None and replicator is not None and call.opened is not None:
+            replicator.after_write(call.opened, held)
+        return payload
 
 
 def _vault(ctx: Context, name: str | None) -> OpenVault:
@@ -173,8 +182,7 @@ def _resource_link(payload: dict[str, Any]) -> dict[str, Any] | None:
         return None
     if payload.get("dry_run") is True or payload.get("deleted") is True:
         return None
-    mime = "text/markdown" if path.lower().endswith(".md") else mime_of(path)
-    return {"type": "resource_link", "uri": uri_of(vault, path), "name": path, "mimeType": mime}
+    return uris.link(vault, path)
 
 
 def _failure(code: str, message: str) -> dict[str, Any]:
@@ -196,7 +204,8 @@ def _where(exc: BaseException) -> str:
 
 
 class _Audit:
-    """The one `tool_call` line per call (spec §15.1): what was touched, never what is in it.
+    """The one `tool_call` line per call (docs/design.md#tool-call-log): what was touched, never
+    what is in it.
 
     Tool metrics are counted here too, so a metric can never contradict the audit log.
     """

@@ -7,11 +7,16 @@ Every error a caller can see carries a code from `ERROR_CODES`: a tool error in
     ├── ToolError                      any tool-level code (shown as an isError result)
     │   ├── ArgumentError              invalid_argument
     │   ├── UnknownVaultError          unknown_vault   (missing and forbidden look the same)
+    │   ├── FailingOverError           failing_over    (no surely valid lease: retry in N s)
+    │   ├── NotPrimaryError            not_primary     (a replica copy: names the primary)
     │   └── ForbiddenError             forbidden
     ├── ProtocolError                  a JSON-RPC error: rpc_code plus a registry code
+    │                                  (and a call that could not be forwarded: unavailable,
+    │                                  misdirected, wrong_audience, vault_node.forward)
     ├── InsufficientPermissionError    forbidden       (HTTP 403 insufficient_scope)
     ├── ListenError                    (startup only: the listen address cannot be bound)
     └── ConfigError                    (startup only: the process refuses to start)
+    AuthFailure                        (no acceptable token: the HTTP boundary answers 401)
 
 Library errors keep their own codes (vault_core.ERROR_CODES), which are part of
 the registry; tickets errors are mapped at the HTTP boundary (401/403).
@@ -24,7 +29,9 @@ from collections.abc import Iterable
 from tickets.scopes import scope_name
 from vault_core import ERROR_CODES as VAULT_CODES
 
-TOOL_CODES = frozenset({"unknown_vault", "forbidden"})
+TOOL_CODES = frozenset({"unknown_vault", "forbidden", "failing_over", "not_primary"})
+FORWARD_CODES = frozenset({"unavailable", "misdirected", "wrong_audience"})
+"""A call for a vault another node holds that could not be passed on (vault_node.forward)."""
 PROTOCOL_CODES = frozenset(
     {
         "parse_error",
@@ -40,7 +47,7 @@ PROTOCOL_CODES = frozenset(
         "rate_limited",
     }
 )
-ERROR_CODES: frozenset[str] = VAULT_CODES | TOOL_CODES | PROTOCOL_CODES
+ERROR_CODES: frozenset[str] = VAULT_CODES | TOOL_CODES | FORWARD_CODES | PROTOCOL_CODES
 """The closed registry: every code any response of this node can carry."""
 
 PARSE_ERROR = -32700
@@ -51,7 +58,8 @@ SERVER_ERROR = -32001  # implementation-defined: a permission failure (the 403 b
 
 
 class AuthFailure(Exception):  # noqa: N818 — a signal for the boundary, not an error report
-    """The request carries no acceptable token; `reason` is logged, never shown."""
+    """The request carries no acceptable token; `reason` is logged, and shown only as
+    `auth.told` allows."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -89,6 +97,35 @@ class UnknownVaultError(ToolError):
 
 class ForbiddenError(ToolError):
     code = "forbidden"
+
+
+class FailingOverError(ToolError):
+    """The primary cannot be sure its lease still holds: the write is not acknowledged
+    (it may have been applied here); retry after `retry_after` seconds."""
+
+    code = "failing_over"
+
+    def __init__(self, vault: str, retry_after: int, why: str = "") -> None:
+        detail = f" ({why})" if why else ""
+        super().__init__(
+            f"vault {vault} is failing over{detail}; retry in {retry_after} s, the call is "
+            "safe to repeat once note_read shows whether it took effect"
+        )
+        self.vault, self.retry_after = vault, retry_after
+
+
+class NotPrimaryError(ToolError):
+    """This node holds a replica of the vault: writes go to its primary."""
+
+    code = "not_primary"
+
+    def __init__(self, vault: str, primary: str, resource: str) -> None:
+        where = f"node {primary} ({resource})" if resource else f"node {primary or 'unknown'}"
+        super().__init__(
+            f"this node holds a read-only replica of vault {vault}; its primary is {where}: "
+            "send writes there (reads work here)"
+        )
+        self.vault, self.primary, self.resource = vault, primary, resource
 
 
 class ProtocolError(NodeError):

@@ -1,4 +1,5 @@
-"""The small languages tool arguments speak (spec §13): times, spans, globs, regexes, `$1`.
+"""The small languages tool arguments speak (docs/design.md#tool-contract): times, spans,
+globs, regexes, `$1`.
 
 Each parser turns bad input into an ArgumentError whose message shows a valid example.
 """
@@ -18,7 +19,33 @@ _MAX_SPAN_DAYS = 500 * 365
 _MONTH = re.compile(r"[0-9]{4}-[0-9]{2}")
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _DOLLAR = re.compile(r"\$(\$|[0-9]+|\{[A-Za-z_0-9]+\}|[A-Za-z_][A-Za-z_0-9]*)")
-TIME_FORMS = "YYYY-MM-DD, YYYY-MM, an RFC 3339 time, today, or a span like 7d, 2w, 6m, 1y, 12h"
+TIME_FORMS = (
+    "YYYY-MM-DD, YYYY-MM, an RFC 3339 time, today, yesterday, (since) last week, this month,"
+    " in March, March 2026, or a span like 7d, 2w, 6m, 1y, 12h"
+)
+_MONTHS = {
+    name: number
+    for number, names in enumerate(
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ),
+        start=1,
+    )
+    for name in names
+}
+_NAMED_MONTH = re.compile(r"(?:in\s+)?([a-z]+)(?:\s+([0-9]{4}))?")
+_PERIOD = re.compile(r"(this|last)\s+(week|month|year)")
 
 
 def parse_span(text: str) -> dt.timedelta:
@@ -38,11 +65,14 @@ def is_span(text: str) -> bool:
 
 
 def parse_time(text: str, now: dt.datetime, name: str = "time") -> dt.datetime:
-    """A point in time from any form of spec §13 (a span counts back from `now`)."""
+    """A point in time from any form of docs/design.md#tool-contract (a span counts back)."""
     value = text.strip()
-    lowered = value.lower()
-    if lowered == "today":
-        return now.replace(hour=0, minute=0, second=0, microsecond=0)
+    if value[:6].lower() == "since ":
+        value = value[6:].strip()
+    lowered = " ".join(value.lower().split())
+    words = _in_words(lowered, now)
+    if words is not None:
+        return words
     if is_span(lowered):
         return now - parse_span(lowered)
     try:
@@ -54,6 +84,28 @@ def parse_time(text: str, now: dt.datetime, name: str = "time") -> dt.datetime:
     except ValueError as exc:
         raise ArgumentError(f"{name} {text!r} is not readable; use {TIME_FORMS}") from exc
     return moment if moment.tzinfo else moment.replace(tzinfo=now.tzinfo)
+
+
+def _in_words(text: str, now: dt.datetime) -> dt.datetime | None:
+    """The start of a day, week (Monday), month or year named in plain words, or None."""
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    if text in ("today", "yesterday"):
+        return today - dt.timedelta(days=int(text == "yesterday"))
+    period = _PERIOD.fullmatch(text)
+    if period:
+        back = period.group(1) == "last"
+        if period.group(2) == "week":
+            return today - dt.timedelta(days=today.weekday() + 7 * back)
+        if period.group(2) == "month":
+            first = today.replace(day=1)
+            return (first - dt.timedelta(days=1)).replace(day=1) if back else first
+        return today.replace(month=1, day=1, year=today.year - back)
+    named = _NAMED_MONTH.fullmatch(text)
+    if named and named.group(1) in _MONTHS:
+        month = _MONTHS[named.group(1)]
+        year = int(named.group(2)) if named.group(2) else now.year - (month > now.month)
+        return today.replace(year=year, month=month, day=1)
+    return None
 
 
 def parse_day(text: str, today: dt.date, name: str) -> dt.date:

@@ -1,8 +1,10 @@
-"""The node's heartbeat to the center (DESIGN §5.9), which learns the vaults placed here.
+"""The node's heartbeat to the center (docs/design.md#nodes-and-placement), which learns the
+vaults placed here.
 
 Every `heartbeat_interval` the node posts, with its own credential, the vaults it holds,
 the revocation seq it accepted and its audit checkpoint. The answer names the vaults placed
-on this node; `placement` creates one it does not hold yet on the first call that names it.
+on this node (`placement` creates one it does not hold yet on the first call that names it),
+where every vault of the deployment lives and its one address (`directory`).
 A failed beat is logged — never the credential — and retried at the next one; it never
 stops the node.
 """
@@ -19,7 +21,8 @@ import structlog
 from starlette.concurrency import run_in_threadpool
 
 from tickets import RevocationState
-from vault_core.paths import VAULT_NAME
+from vault_core import VAULT_NAME
+from vault_node import directory
 from vault_node.config import NodeConfig
 from vault_node.feed import FETCH_TIMEOUT, reason_of
 from vault_node.placement import Placements
@@ -47,6 +50,8 @@ class Heartbeat:
         vaults: Callable[[], list[str]],
         placements: Placements,
         poll: Callable[[], object] | None = None,
+        known: directory.Directory | None = None,
+        learned: Callable[[], None] = lambda: None,
     ) -> None:
         self.url = f"{center_url}{HEARTBEAT_PATH}"
         self.config = config
@@ -54,6 +59,8 @@ class Heartbeat:
         self.vaults = vaults
         self.placements = placements
         self.poll = poll
+        self.directory = known if known is not None else directory.Directory()
+        self.learned = learned
         self.sent = {"ok": 0, "failed": 0}
         self.last_ok: float | None = None
         self.checkpoint_ok: bool | None = None
@@ -112,6 +119,9 @@ class Heartbeat:
 
     def _apply(self, answer: dict[str, Any]) -> None:
         self.placements.replace(_placements(answer.get("placements")))
+        self.directory.replace(directory.parse(answer.get("directory")))
+        self.directory.deployment = directory.deployment_url(answer.get("mcp_url"))
+        self.learned()
         self._note_checkpoint(answer.get("checkpoint_ok"))
         seq, held = answer.get("revocation_seq"), self.revocation.seq
         if self.poll is not None and type(seq) is int and (held is None or seq > held):

@@ -1,4 +1,4 @@
-"""The `instructions` of the initialize answer (spec §7.3), composed for one caller.
+"""The `instructions` of the initialize answer (docs/design.md#instructions), for one caller.
 
 Three parts: working rules for the tools this token may use, the default and the
 visible vaults, and each visible vault's own `.secondbrain/instructions.md` — so a
@@ -8,7 +8,7 @@ knowledge base's conventions travel with it.
 from __future__ import annotations
 
 from vault_core import layouts
-from vault_node.tools.base import Context
+from vault_node.context import Context
 
 VAULT_TEXT_LIMIT = 8 * 1024  # per vault: conventions, not a second copy of the notes
 
@@ -28,7 +28,7 @@ WRITE_RULES = (
 
 
 def rules(ctx: Context) -> list[str]:
-    reads, writes = ctx.sees_content, "write" in ctx.ticket.permissions
+    reads, writes = ctx.sees_content, ctx.ticket.allows("add")
     found: list[str] = []
     if reads:
         found += READ_RULES
@@ -48,13 +48,15 @@ def rules(ctx: Context) -> list[str]:
 def compose(ctx: Context) -> str:
     """The instructions text for this caller."""
     visible = [name for name in ctx.library.names() if ctx.ticket.allows_vault(name)]
+    elsewhere = ctx.vaults_elsewhere()  # served by other nodes: their own texts not included
     default = ctx.config.default_vault
     lines = ["# secondbrain", "", *(f"- {rule}" for rule in rules(ctx)), ""]
-    if default in visible:
+    if default in visible or default in elsewhere:
         lines.append(f"The default vault is {default}; tools use it when you omit `vault`.")
     else:
         lines.append("Pass `vault` with every call: the default vault is not one of yours.")
-    lines.append("Vaults you can use: " + (", ".join(visible) if visible else "none") + ".")
+    every = sorted({*visible, *elsewhere})
+    lines.append("Vaults you can use: " + (", ".join(every) if every else "none") + ".")
     for name in visible:
         opened = ctx.library.ready(name)
         if opened is None:  # still being opened: its own instructions are not waited for

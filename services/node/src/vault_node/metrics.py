@@ -1,7 +1,7 @@
-"""Prometheus metrics (spec §16, DESIGN §4.3): off by default, a key and/or its own listener.
+"""Prometheus metrics (docs/design.md#metrics): off by default, a key and/or its own listener.
 
 Labels come from small fixed sets only (tool names, outcomes, a fixed path list, vault
-names); no metric carries a note path, a title, a tag or a user. Beyond the spec, tool
+names); no metric carries a note path, a title, a tag or a user. Beyond the original server, tool
 latency is a histogram per tool. Vault figures are read from the index at scrape time, and
 so are the revocation feed's and the heartbeat's (their age, seq and counters).
 """
@@ -23,7 +23,8 @@ from prometheus_client.registry import Collector
 from starlette.concurrency import run_in_threadpool
 
 from tickets import RevocationState
-from vault_core import Library, VaultError, queries
+from vault_core import Library, VaultError
+from vault_core.search import answers
 from vault_node.ratelimit import Buckets, retry_after
 
 if TYPE_CHECKING:
@@ -121,6 +122,8 @@ class NodeFigures(Collector):
     revocation: RevocationState
     feed: RevocationFeed | None
     heartbeat: Callable[[], Heartbeat | None]
+    forwarded: Callable[[], dict[str, int]] = dict
+    """Calls passed to other nodes by outcome (vault_node.forward)."""
     started: float = field(default_factory=time.monotonic)
 
     def collect(self) -> Iterator[Metric]:
@@ -137,6 +140,14 @@ class NodeFigures(Collector):
         yield from self._vaults()
         yield from self._revocation()
         yield from self._heartbeat()
+        forwarded = CounterMetricFamily(
+            "secondbrain_forwarded_calls",
+            "Calls for vaults on other nodes by outcome (ok, refused, unavailable).",
+            labels=["outcome"],
+        )
+        for outcome, count in self.forwarded().items():
+            forwarded.add_metric([outcome], count)
+        yield forwarded
 
     def _revocation(self) -> Iterator[Metric]:
         state = self.revocation
@@ -208,7 +219,7 @@ class NodeFigures(Collector):
             if (opened := library.ready(vault)) is None:
                 continue  # still being opened: its gauges appear once it is
             try:
-                stats = queries.stats(opened.index)
+                stats = answers.stats(opened.index)
             except (VaultError, OSError, ValueError):
                 continue  # one broken vault must not fail the whole scrape
             for name, family in families.items():
@@ -260,7 +271,7 @@ def endpoint(
     a reload may switch metrics off or change the key, and the next scrape obeys it."""
 
     async def scrape(request: Request) -> Response:
-        """Spec §16.4, in order: switch (404), method (405), rate limit (429), key (401)."""
+        """In order (docs/design.md#metrics): switch 404, method 405, rate limit 429, key 401."""
         running = config()
         if not running.metrics:
             return Response(status_code=404)

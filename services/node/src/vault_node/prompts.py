@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from vault_node import dispatch
+from vault_node.context import Context
 from vault_node.errors import INVALID_PARAMS, InsufficientPermissionError, ProtocolError
-from vault_node.resources import uri_of
-from vault_node.tools.base import Context, suggest
+from vault_node.tools.base import suggest
+from vault_node.uris import uri_of
 
 NOTE_TEXT = 8_000  # characters of each note a prompt carries; the model reads on with note_read
 Build = Callable[[Context, dict[str, str]], Awaitable[list[dict[str, Any]]]]

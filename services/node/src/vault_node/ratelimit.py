@@ -1,5 +1,5 @@
-"""Token buckets (spec §5.8): 600 calls a minute per principal on every `/mcp` method,
-each message of a JSON-RPC batch counting as one call.
+"""Token buckets (docs/design.md#rate-limits): 600 calls a minute per principal on every `/mcp`
+method, each message of a JSON-RPC batch counting as one call.
 
 The buckets are `tickets.Buckets`: they refill continuously, one idle for 10 minutes starts
 full again, and there are never more than 10,000 keys, so a flood of new keys cannot grow

@@ -2,13 +2,14 @@
 
 `tools_table()` is the summary table in docs/node.md; `tools_page()` is the full reference
 docs/reference/tools.md (every parameter, type, default, permission and hint). Tests check
-that the committed files carry exactly this text; `make docs` rewrites them:
+that the committed files carry exactly this text; `make docs` rewrites both:
 `python -m vault_node.reference docs/reference`.
 """
 
 from __future__ import annotations
 
 import sys
+from itertools import dropwhile
 from pathlib import Path
 from typing import Any
 
@@ -173,12 +174,25 @@ def tools_page() -> str:
     return PAGE_INTRO + "\n".join(index) + "\n\n" + "\n".join(sections)
 
 
+def with_tools_table(page: str) -> str:
+    """`page` (docs/node.md) with its tool table — the header and the rows after it —
+    replaced by the generated one."""
+    before, header, after = page.partition(HEADER)
+    if not header:
+        raise ValueError("the page has no tool table to replace")
+    rest = dropwhile(lambda line: line.startswith("|"), after.splitlines(keepends=True))
+    return before + tools_table() + "".join(rest)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Write tools.md into the folder named on the command line (docs/reference)."""
+    """Write tools.md into the folder named on the command line (docs/reference) and the
+    tool table into node.md beside that folder."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1 or not Path(args[0]).is_dir():
         sys.exit("usage: python -m vault_node.reference DOCS_REFERENCE_DIR")
     (Path(args[0]) / "tools.md").write_text(tools_page(), encoding="utf-8")
+    node_page = Path(args[0]).parent / "node.md"
+    node_page.write_text(with_tools_table(node_page.read_text(encoding="utf-8")), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -12,10 +12,8 @@ from types import ModuleType
 from typing import Any
 
 from tickets import Ticket
-from tickets.scopes import needed
 from vault_node.tools import capture, find, history, maint, read, write
 from vault_node.tools.base import Param, Tool, text
-from vault_node.tools.shape import listed
 
 MODULES: tuple[ModuleType, ...] = (find, read, write, capture, maint, history)
 
@@ -33,7 +31,7 @@ TOOLS: tuple[Tool, ...] = tuple(tool for module in MODULES for tool in declared_
 REGISTRY: Mapping[str, Tool] = {tool.name: tool for tool in TOOLS}
 BLIND = tuple(tool.name for tool in TOOLS if tool.kind == "add")
 """What a write-only caller may call: the tools that add without looking (docs/security.md)."""
-VAULT_PARAM = text("Vault name (see vault_list).")
+VAULT_PARAM = text("Vault (vault_list).")
 
 
 def params_of(tool: Tool) -> dict[str, Param]:
@@ -53,23 +51,26 @@ def input_schema(tool: Tool) -> dict[str, Any]:
     return schema
 
 
+OPEN_OBJECT: dict[str, Any] = {"type": "object"}
+
+
 def describe(tool: Tool) -> dict[str, Any]:
-    """The tool as `tools/list` shows it. Lean: every byte is paid for in the model's context,
-    so the title is said once (not again in the annotations) and an empty list is left out."""
+    """The tool as `tools/list` shows it. Lean: every byte is paid for in the model's context
+    (a test holds the whole list for an owner under 32 KB), so the title is said once (not
+    again in the annotations), an empty list is left out, all four hints are sent as declared
+    (a client need not know MCP's defaults), and the outputSchema says only that a result is
+    an object: its members are in every result (indented text and `structuredContent`) and
+    in docs/reference/tools.md."""
     return {
         "name": tool.name,
         "title": tool.title,
         "description": tool.description,
         "inputSchema": input_schema(tool),
-        "outputSchema": listed(tool.output),
+        "outputSchema": OPEN_OBJECT,
         "annotations": tool.hints.annotations(),
     }
 
 
-def permitted(ticket: Ticket, tool: Tool) -> bool:
-    return needed(tool.kind) <= ticket.permissions
-
-
 def listing(ticket: Ticket) -> list[dict[str, Any]]:
     """Exactly the tools this token may call."""
-    return [describe(tool) for tool in TOOLS if permitted(ticket, tool)]
+    return [describe(tool) for tool in TOOLS if ticket.allows(tool.kind)]

@@ -1,4 +1,4 @@
-"""Configuration reload (spec §4): on SIGHUP and when the file changes (checked every 2 s).
+"""Configuration reload (docs/design.md#reload): on SIGHUP and when the file changes (every 2 s).
 
 A reload loads and validates into a new config; only on full success is it swapped in.
 Settings bound to what is already open (data, URL, listener, keys, git) keep their

@@ -14,17 +14,16 @@ import contextlib
 import json
 from collections.abc import Callable
 from typing import Any, TypeVar
-from urllib.parse import unquote, urlsplit
 
 import structlog
 
-from vault_core import NotFoundError, OpenVault, VaultError, deadline, scope
-from vault_core.library import VaultOpeningError
+from vault_core import NotFoundError, OpenVault, VaultError, VaultOpeningError, deadline, scope
+from vault_core.search import answers
+from vault_node.context import Context
 from vault_node.dispatch import WORKERS
 from vault_node.errors import INVALID_PARAMS, InsufficientPermissionError, ProtocolError
-from vault_node.tools.attachments import load, mime_of
-from vault_node.tools.base import Context
-from vault_node.tools.common import SCHEME, uri_of
+from vault_node.tools.attachments import load
+from vault_node.uris import TEMPLATE, mime_of, parse_uri, uri_of
 
 log = structlog.get_logger("vault_node")
 
@@ -32,7 +31,7 @@ PAGE = 100
 NOT_FOUND = -32002  # the MCP spec's code for an unknown resource
 TEMPLATES = [
     {
-        "uriTemplate": f"{SCHEME}://{{vault}}/{{+path}}",
+        "uriTemplate": TEMPLATE,
         "name": "note",
         "title": "A note or attachment",
         "description": "A note (text/markdown) or attachment in a vault, by its vault-relative "
@@ -41,22 +40,6 @@ TEMPLATES = [
     }
 ]
 T = TypeVar("T")
-
-__all__ = ["TEMPLATES", "listing", "opened", "parse_uri", "read", "run", "uri_of", "visible_vaults"]
-
-
-def parse_uri(uri: str) -> tuple[str, str]:
-    """(vault, vault-relative path) of a secondbrain URI; ProtocolError for anything else."""
-    parts = urlsplit(uri)
-    path = unquote(parts.path, errors="strict").lstrip("/")
-    if parts.scheme != SCHEME or not parts.netloc or not path or parts.query or parts.fragment:
-        raise ProtocolError(
-            INVALID_PARAMS,
-            "invalid_params",
-            f"not a note URI: {uri[:200]!r}; notes are {SCHEME}://VAULT/PATH "
-            "(resources/list shows them)",
-        )
-    return unquote(parts.netloc), path
 
 
 async def run(ctx: Context, work: Callable[..., T], *args: Any) -> T:
@@ -87,7 +70,11 @@ async def listing(ctx: Context, params: Any) -> dict[str, Any]:
     if not ctx.sees_content:
         return {"resources": []}  # blind: nothing of what is there
     after = _cursor(params.get("cursor") if isinstance(params, dict) else None)
-    found = await run(ctx, _page, ctx, after)
+    elsewhere = ctx.vaults_elsewhere() if ctx.remote is not None else []
+    if elsewhere:
+        found = await _page_everywhere(ctx, after, elsewhere)
+    else:
+        found = await run(ctx, _page, ctx, after)
     result: dict[str, Any] = {"resources": found}
     if len(found) == PAGE:
         last = parse_uri(found[-1]["uri"])
@@ -98,27 +85,67 @@ async def listing(ctx: Context, params: Any) -> dict[str, Any]:
 def _page(ctx: Context, after: tuple[str, str]) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     for vault in visible_vaults(ctx):
-        if vault < after[0] or (open_vault := opened(ctx, vault)) is None:
+        if vault < after[0]:
             continue
         start = after[1] if vault == after[0] else ""
-        with in_reach(ctx, vault), open_vault.index.querying() as conn:
-            rows = conn.execute(
-                "SELECT path, title, size, is_note FROM notes WHERE path > ? ORDER BY path LIMIT ?",
-                (start, PAGE - len(found)),
-            ).fetchall()
-        found += [_entry(vault, *row) for row in rows]
+        found += _vault_page(ctx, vault, start, PAGE - len(found))
         if len(found) == PAGE:
             break
     return found
 
 
-def _entry(vault: str, rel: str, title: str, size: int, is_note: int) -> dict[str, Any]:
+def _vault_page(ctx: Context, vault: str, start: str, limit: int) -> list[dict[str, Any]]:
+    """Up to `limit` entries of `vault` after the path `start`."""
+    if (open_vault := opened(ctx, vault)) is None:
+        return []
+    with in_reach(ctx, vault):
+        entries = answers.entries_after(open_vault.index, start, limit)
+    return [_entry(vault, entry) for entry in entries]
+
+
+async def _page_everywhere(
+    ctx: Context, after: tuple[str, str], elsewhere: list[str]
+) -> list[dict[str, Any]]:
+    """A page over this node's vaults and those other nodes hold (docs/design.md#one-address),
+    in one order whichever node answers: a remote vault's part comes from its node."""
+    assert ctx.remote is not None
+    here = set(visible_vaults(ctx))
+    found: list[dict[str, Any]] = []
+    for vault in sorted(here | set(elsewhere)):
+        if vault < after[0]:
+            continue
+        start, want = after[1] if vault == after[0] else "", PAGE - len(found)
+        if vault in here:
+            found += await run(ctx, _vault_page, ctx, vault, start, want)
+        else:
+            asked = {"cursor": _encode_cursor((vault, start))}
+            result = await ctx.remote(vault, {"method": "resources/list", "params": asked})
+            found += _of_vault(result, vault)[:want]
+        if len(found) == PAGE:
+            break
+    return found
+
+
+def _of_vault(result: dict[str, Any], vault: str) -> list[dict[str, Any]]:
+    """The leading entries of a remote page that belong to `vault` (the page goes on into
+    the other vaults that node holds)."""
+    entries = result.get("resources")
+    kept: list[dict[str, Any]] = []
+    for entry in entries if isinstance(entries, list) else []:
+        uri = entry.get("uri") if isinstance(entry, dict) else None
+        if not isinstance(uri, str) or parse_uri(uri)[0] != vault:
+            break
+        kept.append(entry)
+    return kept
+
+
+def _entry(vault: str, entry: answers.Entry) -> dict[str, Any]:
     return {
-        "uri": uri_of(vault, rel),
-        "name": rel,
-        "title": title or rel.rsplit("/", 1)[-1],
-        "mimeType": "text/markdown" if is_note else mime_of(rel),
-        "size": size,
+        "uri": uri_of(vault, entry.path),
+        "name": entry.path,
+        "title": entry.title or entry.path.rsplit("/", 1)[-1],
+        "mimeType": "text/markdown" if entry.is_note else mime_of(entry.path),
+        "size": entry.size,
     }
 
 

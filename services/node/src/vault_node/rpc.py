@@ -1,4 +1,5 @@
-"""MCP over Streamable HTTP, hand-written: JSON-RPC 2.0 on `POST /mcp` (DESIGN §4.1, spec §7).
+"""MCP over Streamable HTTP, hand-written: JSON-RPC 2.0 on `POST /mcp`
+(docs/design.md#mcp-transport).
 
 Stateless: no `Mcp-Session-Id` is ever issued (one sent by a client is ignored), GET is
 405, DELETE is 204. Order of checks on POST: Origin (403), bearer token (401), the
@@ -19,9 +20,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from vault_node import completions, dispatch, instructions, prompts, registry, resources
+from tickets import Ticket
+from vault_node import completions, dispatch, forward, instructions, prompts, registry, resources
 from vault_node.auth import authenticate, forbidden, unauthorized
 from vault_node.config import NodeConfig
+from vault_node.context import Context, Remote
 from vault_node.errors import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -33,7 +36,7 @@ from vault_node.errors import (
     ProtocolError,
 )
 from vault_node.ratelimit import Buckets, retry_after
-from vault_node.tools.base import Context
+from vault_node.tools.write import PUT_LIMIT
 
 log = structlog.get_logger("vault_node")
 
@@ -73,7 +76,7 @@ def rpc_error(ident: Any, rpc_code: int, code: str, message: str, **data: Any) -
 
 
 def transport_error(status: int, error: str, message: str, **headers: str) -> Response:
-    """A refusal before any JSON-RPC message is read (spec §14.1 `{"error","status"}`)."""
+    """A refusal before any JSON-RPC message: `{"error","status"}` (docs/design.md#errors)."""
     return json_response({"error": error, "status": status, "message": message}, status, headers)
 
 
@@ -122,16 +125,32 @@ async def post_mcp(request: Request) -> Response:
         body = await read_body(request)
         if body is None:
             return charged(node.buckets, key, 1) or transport_error(
-                413, "payload_too_large", f"the request body is over {MAX_BODY} bytes"
+                413,
+                "payload_too_large",
+                f"the request body is over {MAX_BODY} bytes (attachment_put takes files of up to "
+                f"{PUT_LIMIT} bytes)",
             )
-        ctx = Context(node.library, config, ticket, node.metrics)
-        return await handle(ctx, body, lambda size: charged(node.buckets, key, size))
+        known = node.directory if node.forwarder.deployment else None
+        remote = None
+        if known is not None and not request.headers.get(forward.FORWARDED):
+            remote = asking(request, ticket, config)
+        ctx = Context(node.library, config, ticket, node.metrics, node.replicator, known, remote)
+        limit = lambda size: charged(node.buckets, key, size)  # noqa: E731
+        try:
+            message = json.loads(body)
+        except (ValueError, RecursionError):
+            return await handle(ctx, body, limit)
+        if isinstance(message, dict):
+            passed = await routed(request, ctx, body, message, limit)
+            if passed is not None:
+                return passed
+        return await handle_message(ctx, message, limit, request)
     except AuthFailure as exc:
         log.info("auth_failed", reason=exc.reason)
-        return unauthorized(config)
+        return unauthorized(config, exc.reason, node.metadata_url(request))
     except InsufficientPermissionError as exc:
         log.info("permission_denied", needed=sorted(exc.needed))
-        return forbidden(config, exc.needed, str(exc), exc.request_id)
+        return forbidden(config, exc.needed, str(exc), exc.request_id, node.metadata_url(request))
     except Exception as exc:  # noqa: BLE001 — the HTTP boundary: one generic answer, logged
         log.error("request_failed", error_type=type(exc).__name__)  # noqa: TRY400
         return json_response(rpc_error(None, -32603, "internal", "internal error"), 500)
@@ -178,7 +197,7 @@ def _client_key(request: Request) -> str:
 
 @router.get("/mcp")
 async def get_mcp(request: Request) -> Response:
-    """No server-initiated stream: there is nothing to send (spec §7, seed revision)."""
+    """No server-initiated stream: there is nothing to send (docs/design.md#mcp-transport)."""
     if limited := rate_limited(request.app.state.node.buckets, _client_key(request)):
         return limited
     return transport_error(
@@ -226,6 +245,77 @@ async def read_body(request: Request) -> bytes | None:
     return b"".join(chunks)
 
 
+async def routed(
+    request: Request,
+    ctx: Context,
+    body: bytes,
+    message: dict[str, Any],
+    limit: Callable[[int], Response | None] = lambda size: None,
+) -> Response | None:
+    """The answer of the node holding the vault `message` names, passed back unchanged
+    (docs/design.md#one-address); None when this node answers it itself."""
+    node = request.app.state.node
+    forwarder: forward.Forwarder = node.forwarder
+    forwarded = bool(request.headers.get(forward.FORWARDED))
+    plan = forwarder.plan(
+        message,
+        ctx.config,
+        ctx.ticket,
+        node.holds,
+        forwarded=forwarded,
+        primary_here=node.is_primary,
+    )
+    if plan is None:
+        return None
+    if plan.local and not forwarder.may_pass(request, ctx.ticket, plan):
+        return None  # a replica held here answers what it may not pass on
+    if not plan.local and (limited := limit(1)):  # charged here as well as there: each node
+        return limited  # counts what it sees (a replica's own answer is charged as its own)
+    if refused := forwarder.refusal(request, ctx.ticket, plan):
+        return json_response(forward.error_reply(message, *refused))
+    answer = await forwarder.send(request, body, plan, ctx.config.resource)
+    if answer is None and plan.local:
+        return None
+    if answer is None:
+        return json_response(forward.error_reply(message, *forward.unavailable(plan)))
+    return forward.passed_back(answer)
+
+
+def asking(request: Request, ticket: Ticket, config: NodeConfig) -> Remote:
+    """`Context.remote` for this request: one request for a vault, run where it lives."""
+    node = request.app.state.node
+    forwarder: forward.Forwarder = node.forwarder
+
+    async def ask(vault: str, call: dict[str, Any]) -> dict[str, Any]:
+        entry = node.directory.get(vault)
+        plan = forward.Plan(vault, False, entry.nodes if entry is not None else ())
+        problem = forwarder.refusal(request, ticket, plan) if plan.targets else None
+        answer = None
+        if plan.targets and problem is None:
+            message = {"jsonrpc": "2.0", "id": 1, **call}
+            answer = await forwarder.send(request, _dumps(message), plan, config.resource)
+        if problem is not None or answer is None:
+            code, text = problem or forward.unavailable(plan)
+            raise ProtocolError(SERVER_ERROR, code, text)
+        reply = forward.reply_of_body(answer.status_code, answer.content, {"id": 1})
+        if not reply or not isinstance(result := reply.get("result"), dict):
+            raise ProtocolError(SERVER_ERROR, *forward.unavailable(plan))
+        return result
+
+    return ask
+
+
+async def routed_item(
+    request: Request, ctx: Context, item: dict[str, Any]
+) -> tuple[bool, dict[str, Any] | None]:
+    """One message of a batch that another node answers: (True, its reply); (False, None)
+    when this node answers it itself."""
+    passed = await routed(request, ctx, _dumps(item), item)
+    if passed is None:
+        return False, None
+    return True, forward.reply_of_body(passed.status_code, bytes(passed.body), item)
+
+
 async def handle(
     ctx: Context, body: bytes, limit: Callable[[int], Response | None] = lambda size: None
 ) -> Response:
@@ -238,6 +328,17 @@ async def handle(
         return limit(1) or json_response(
             rpc_error(None, PARSE_ERROR, "parse_error", "the body is not valid JSON"), 400
         )
+    return await handle_message(ctx, message, limit)
+
+
+async def handle_message(
+    ctx: Context,
+    message: Any,
+    limit: Callable[[int], Response | None] = lambda size: None,
+    request: Request | None = None,
+) -> Response:
+    """`handle` for a parsed body; with `request`, a batch's messages for vaults other
+    nodes hold are forwarded one by one."""
     if isinstance(message, list):
         if not message or len(message) > MAX_BATCH:
             return limit(1) or json_response(
@@ -251,7 +352,7 @@ async def handle(
             )
         if refused := limit(len(message)):
             return refused
-        replies = [reply for item in message if (reply := await answer(ctx, item, True))]
+        replies = [reply for item in message if (reply := await batch_reply(ctx, item, request))]
         return json_response(replies) if replies else Response(status_code=202, headers=NO_STORE)
     if refused := limit(1):
         return refused
@@ -262,6 +363,14 @@ async def handle(
         )
     reply = await answer(ctx, message, False)
     return json_response(reply) if reply else Response(status_code=202, headers=NO_STORE)
+
+
+async def batch_reply(ctx: Context, item: Any, request: Request | None) -> dict[str, Any] | None:
+    if request is not None and isinstance(item, dict):
+        passed, reply = await routed_item(request, ctx, item)
+        if passed:
+            return reply
+    return await answer(ctx, item, True)
 
 
 def _valid_id(ident: Any) -> bool:
@@ -283,7 +392,7 @@ async def answer(ctx: Context, message: Any, in_batch: bool) -> dict[str, Any] |
             ident if _valid_id(ident) else None, INVALID_REQUEST, "invalid_request", problem
         )
     if "id" not in message:
-        return None  # a notification: never answered (spec §7.2)
+        return None  # a notification: never answered (docs/design.md#methods)
     try:
         result = await run_method(ctx, message["method"], message.get("params") or {})
     except ProtocolError as exc:
@@ -316,7 +425,7 @@ def _shape_problem(message: dict[str, Any]) -> str | None:
 
 
 async def run_method(ctx: Context, method: str, params: Any) -> dict[str, Any]:
-    """Run one request method (spec §7.2)."""
+    """Run one request method (docs/design.md#methods)."""
     if method == "initialize":
         return initialize(ctx, params)
     if method == "ping":

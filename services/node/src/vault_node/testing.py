@@ -11,10 +11,12 @@ import http.server
 import json
 import os
 import socket
+import struct
 import subprocess
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,6 +26,7 @@ import httpx
 
 from tickets import RevocationSnapshot, SigningKey, sign_snapshot
 from tickets import testing as tt
+from tickets.leases import Lease, sign_lease
 from vault_node.config import NodeConfig
 
 ISSUER = tt.ISSUER
@@ -59,6 +62,23 @@ def write_files(root: Path, files: dict[str, str | bytes]) -> None:
         target = root / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content if isinstance(content, bytes) else content.encode())
+
+
+def blank_png(width: int, height: int) -> bytes:
+    """A black one-colour palette PNG written row by row, never held as pixels: 7,071 x 7,071
+    pixels (just under 50 million, the most an image read decodes) is 48 KB as a file, 50 MB
+    as decoded palette indexes and 200 MB as the RGB a model is shown."""
+    row = b"\0" * (1 + width)  # filter type 0, then one palette index a pixel
+    packer = zlib.compressobj(9)
+    data = b"".join(packer.compress(row) for _ in range(height)) + packer.flush()
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        crc = struct.pack(">I", zlib.crc32(kind + body))
+        return struct.pack(">I", len(body)) + kind + body + crc
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 3, 0, 0, 0)
+    chunks = (chunk(b"IHDR", header), chunk(b"PLTE", b"\0\0\0"), chunk(b"IDAT", data))
+    return b"\x89PNG\r\n\x1a\n" + b"".join(chunks) + chunk(b"IEND", b"")
 
 
 def key_files(directory: Path, key: SigningKey, now: int | None = None) -> tuple[Path, Path]:
@@ -303,6 +323,23 @@ class StubCenter:
                 self.end_headers()
                 self.wfile.write(body.encode())
 
+            def do_POST(self) -> None:
+                size = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(size)
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    body = None
+                auth = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                answer = center.post(self.path, auth, body) if center.up else (503, None)
+                status, payload = answer
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
             def log_message(self, *args: Any) -> None:
                 return None
 
@@ -310,6 +347,115 @@ class StubCenter:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
+    def post(self, path: str, credential: str, body: Any) -> tuple[int, Any]:
+        """The answer to a POST: none here (404); `LeaseCenter` answers the node routes."""
+        return 404, {"error": {"code": "not_found", "message": path}}
+
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class LeaseCenter(StubCenter):
+    """A `StubCenter` that also answers the node routes of replication as the center's
+    contract has them (heartbeat, `/v1/nodes/leases`, `/v1/nodes/replicas/out-of-sync`):
+    `assign` says who holds which vault (the leases are signed afresh at each renewal, as
+    the center does), `nodes` maps credentials to node ids. Renewal bodies and out-of-sync
+    reports are recorded; `out_of_sync_status` is what a report is answered with."""
+
+    def __init__(self, key: SigningKey, nodes: dict[str, str]) -> None:
+        super().__init__(key)
+        self.nodes = nodes
+        self.plans: dict[str, dict[str, Any]] = {}
+        self.renewals: list[tuple[str, Any]] = []
+        self.reports: list[Any] = []
+        self.out_of_sync_status = 200
+        self.lock = threading.Lock()
+
+    def post(self, path: str, credential: str, body: Any) -> tuple[int, Any]:
+        node = self.nodes.get(credential)
+        if node is None:
+            return 401, {"error": {"code": "unauthorized", "message": "unknown node"}}
+        with self.lock:
+            if path == "/v1/nodes/heartbeat":
+                return 200, {"node": node, "placements": [], "revocation_seq": 1}
+            if path == "/v1/nodes/leases":
+                self.renewals.append((node, body))
+                return 200, self.answer(node)
+            if path == "/v1/nodes/replicas/out-of-sync":
+                self.reports.append(body)
+                return self.out_of_sync_status, {}
+        return 404, {"error": {"code": "not_found", "message": path}}
+
+    def assign(self, vault: str, **plan: Any) -> None:
+        """Hold `vault` as `lease_answers(key, vault, **plan)` says from the next renewal on
+        (and forget the renewals seen so far)."""
+        with self.lock:
+            self.plans[vault] = plan
+            self.renewals.clear()
+
+    def answer(self, node: str) -> dict[str, Any]:
+        """What a renewal of `node` is answered with now: every vault assigned to it."""
+        found: dict[str, Any] = {"ttl": 10, "renew": 1, "vaults": []}
+        for vault, plan in self.plans.items():
+            mine = lease_answers(self.key, vault, **plan).get(node)
+            if mine is not None:
+                found = {**mine, "vaults": found["vaults"] + mine["vaults"]}
+        return found
+
+    def renewed(self, node: str) -> int:
+        with self.lock:
+            return sum(1 for who, _ in self.renewals if who == node)
+
+
+def lease_answers(
+    key: SigningKey,
+    vault: str,
+    *,
+    epoch: int,
+    primary: tuple[str, str],
+    replicas: Sequence[tuple[str, str]],
+    ttl: int = 10,
+    renew: float = 0.5,
+    mode: str = "sync",
+    in_sync: bool = True,
+) -> dict[str, dict[str, Any]]:
+    """What the center answers each node's renewal with for one vault: (node id, public
+    URL) pairs; the primary gets a lease per replica signed by `key`."""
+    now = int(time.time())
+    listed = [
+        {
+            "node": node,
+            "resource": f"{url}/mcp",
+            "in_sync": in_sync,
+            "lease": sign_lease(
+                Lease(ISSUER, f"{url}/mcp", primary[0], vault, epoch, now, now + ttl), key
+            ),
+        }
+        for node, url in replicas
+    ]
+    entry = {
+        "vault": vault,
+        "epoch": epoch,
+        "mode": mode,
+        "expires": (now + ttl) * 1000,
+        "primary": {"node": primary[0], "resource": f"{primary[1]}/mcp"},
+    }
+    answers = {primary[0]: [{**entry, "role": "primary", "replicas": listed}]}
+    for node, _url in replicas:
+        answers[node] = [{**entry, "role": "replica", "replicas": []}]
+    return {
+        node: {"ttl": ttl, "renew": renew, "vaults": vaults} for node, vaults in answers.items()
+    }
+
+
+VOLATILE = ("modified", "last_modified", "score", "mtime", "content_hash", "updated", "when")
+
+
+def steady(value: Any) -> Any:
+    """An answer without what differs between two folders written at different moments."""
+    if isinstance(value, dict):
+        return {k: steady(v) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+        return [steady(v) for v in value]
+    return value

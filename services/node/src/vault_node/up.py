@@ -38,6 +38,8 @@ LOOPBACK = "127.0.0.1"
 OWNER = "owner"
 NODE_ID = "local"
 TOKEN_MINUTES = 90 * 24 * 60  # the longest agent token the center signs
+RENEW_BEFORE = 7 * 24 * 3600.0
+"""A kept owner token with less than this left is replaced (and revoked) at the next run."""
 START_DEADLINE = 60.0
 STOP_TIMEOUT = 10.0
 DEMO_NOTES = Path(__file__).resolve().parents[4] / "bench" / "demo"
@@ -98,9 +100,7 @@ class Place:
 def private_file(path: Path, make: Callable[[], str]) -> str:
     """The value kept in `path`, made by `make` and written 0600 if the file is absent."""
     if not path.exists():
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-            file.write(make() + "\n")
+        replace_private_file(path, make())
     path.chmod(0o600)
     return path.read_text(encoding="utf-8").strip()
 
@@ -320,11 +320,50 @@ def node_credential(place: Place, admin_token: str, vaults: list[str]) -> str:
 
 
 def node_token(place: Place, credential: str) -> dict[str, Any]:
-    """Exchange the owner's credential for a long-lived agent token for this node."""
+    """The owner's agent token for this node: the one kept in `owner.token` while the center
+    lists it unrevoked, the owner's generation is the one it was minted in and it has more
+    than RENEW_BEFORE left, else a fresh one (the kept one is then revoked): runs do not
+    pile up live 90-day tokens."""
+    path = place.center_dir / "owner.token"
+    kept = _kept_token(path)
+    listed = expect(call("GET", f"{place.center_url}/v1/tokens", credential), 200, "list tokens")
+    live = {row["jti"]: row for row in listed["tokens"] if row["revoked"] is None}
+    held = live.get(kept["jti"]) if kept else None
+    left = held["expires_at"] - time.time() if held else 0.0
+    session = expect(call("GET", f"{place.center_url}/v1/session", credential), 200, "sign in")
+    # A new generation (a rotated credential) killed the owner's tokens without listing them.
+    same = {"resource": place.mcp_url, "generation": session["generation"]}
+    if kept and left > RENEW_BEFORE and same.items() <= kept.items():
+        return kept
     body = {"resource": [place.mcp_url], "minutes": TOKEN_MINUTES}
-    return expect(
+    minted = expect(
         call("POST", f"{place.center_url}/v1/tokens", credential, body), 201, "sign a token"
     )
+    fresh = {key: minted[key] for key in ("token", "jti", "expires_at")}
+    replace_private_file(path, json.dumps({**fresh, **same}))
+    if kept and held:
+        gone = call("DELETE", f"{place.center_url}/v1/tokens/{kept['jti']}", credential)
+        expect(gone, 200, "revoke the owner's previous token")
+    return fresh
+
+
+def _kept_token(path: Path) -> dict[str, Any] | None:
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    wanted = {"token", "jti", "expires_at", "resource"}
+    return kept if isinstance(kept, dict) and wanted <= kept.keys() else None
+
+
+def replace_private_file(path: Path, text: str) -> None:
+    """Write `text` to `path` (0600) whole or not at all."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.unlink(missing_ok=True)
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        file.write(text + "\n")
+    temporary.replace(path)
 
 
 def client_configs(url: str, token: str) -> dict[str, Any]:
@@ -368,10 +407,12 @@ def summary(
     return {
         "mcp_url": place.mcp_url,
         "token": minted["token"],
+        "token_id": minted["jti"],
         "token_expires_at": minted["expires_at"],
         "token_expires_at_iso": _iso(minted["expires_at"]),
         "member": OWNER,
         "center_url": place.center_url,
+        "console_url": f"{place.center_url}/console",
         "node_url": place.node_url,
         "vaults": vaults,
         "data_dir": str(place.data_dir),
@@ -401,9 +442,13 @@ def render(info: dict[str, Any]) -> str:
             f"MCP URL:      {info['mcp_url']}",
             f"Bearer token: {info['token']}",
             f"              (member {info['member']}, all vaults,"
-            f" expires {info['token_expires_at_iso']})",
+            f" expires {info['token_expires_at_iso']}; kept and reused by the next run)",
+            f"Token id:     {info['token_id']}"
+            f"  (to end it: secondbrain-center token revoke {info['token_id']})",
             f"OAuth sign-in: member {info['member']}, password in {info['password_file']}",
             "              (for clients that add the MCP URL alone and open a login page)",
+            f"Console:      {info['console_url']}",
+            f"              (in a browser; sign in as {info['member']} with that password)",
             "",
             "Claude Code:",
             f"  {clients['claude_code']}",

@@ -8,9 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from center import rules
 from center.errors import InvalidArgumentError
-from center.principals import check_member_id
+from center.names import Rules, check_member_id, rules_from_args
 from center.remote import MEMBER_TOKEN_ENV, Remote, RemoteError
 
 AsMember = Annotated[
@@ -54,10 +53,10 @@ Reason = Annotated[str | None, typer.Option(help="Why; recorded in the audit.")]
 
 def path_rules(
     read: list[str] | None, write: list[str] | None, exclude: list[str] | None
-) -> rules.Rules | None:
+) -> Rules | None:
     """The rules the options give (None: none given)."""
     try:
-        given = rules.from_args(read or [], write or [], exclude or [])
+        given = rules_from_args(read or [], write or [], exclude or [])
     except InvalidArgumentError as exc:
         raise RemoteError("invalid_argument", f"path rule: {exc.problem}") from None
     return given or None
@@ -67,7 +66,9 @@ def compact(item: Mapping[str, Any]) -> dict[str, Any]:
     """A row with its path rules on one line (`-`: the whole of every vault)."""
     value = dict(item)
     if "paths" in value:
-        value["paths"] = rules.describe(value["paths"]) or None
+        from center import rules  # noqa: PLC0415 - the key libraries it needs: only when used
+
+        value["paths"] = rules.describe(value["paths"], value.get("scope")) or None
     return value
 
 

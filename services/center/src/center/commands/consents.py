@@ -9,8 +9,8 @@ import typer
 from center.commands._shared import AsMember, ident, member_ident
 from center.remote import DEFAULT_URL, TAKES_ID, Json, Remote, Url, handled, show, show_rows
 
-consent_app = typer.Typer(
-    help="List and revoke what members allowed OAuth clients.", no_args_is_help=True
+app = typer.Typer(
+    name="consent", help="List and revoke what members allowed OAuth clients.", no_args_is_help=True
 )
 CONSENT_COLUMNS = (
     *("id", "member", "client_name", "client_id", "origin", "scope", "vaults"),
@@ -18,7 +18,7 @@ CONSENT_COLUMNS = (
 )
 
 
-@consent_app.command("list")
+@app.command("list")
 @handled
 def consent_list(
     member: Annotated[
@@ -35,7 +35,7 @@ def consent_list(
     show_rows(listed, "consents", as_json, CONSENT_COLUMNS)
 
 
-@consent_app.command("revoke", context_settings=TAKES_ID)
+@app.command("revoke", context_settings=TAKES_ID)
 @handled
 def consent_revoke(
     consent_id: Annotated[str, typer.Argument(help="The consent's id, from `consent list`.")],

@@ -21,14 +21,14 @@ from center.commands._shared import (
 )
 from center.remote import DEFAULT_URL, TAKES_ID, Json, Remote, Url, handled, show, show_rows
 
-grant_app = typer.Typer(help="Issue, list and revoke grants.", no_args_is_help=True)
+app = typer.Typer(name="grant", help="Issue, list and revoke grants.", no_args_is_help=True)
 GRANT_COLUMNS = (
     *("id", "vault", "scope", "paths", "grantee", "issued_by", "depth", "expiry"),
     "revoked",
 )
 
 
-@grant_app.command("issue")
+@app.command("issue")
 @handled
 def grant_issue(
     *,
@@ -59,7 +59,7 @@ def grant_issue(
     show(issued if as_json else compact(issued), as_json, (*GRANT_COLUMNS, "audience", "token"))
 
 
-@grant_app.command("list")
+@app.command("list")
 @handled
 def grant_list(
     vault: Annotated[str | None, typer.Argument(help="Only this vault.")] = None,
@@ -73,7 +73,7 @@ def grant_list(
     show_rows(listed, "grants", as_json, GRANT_COLUMNS, compact)
 
 
-@grant_app.command("revoke", context_settings=TAKES_ID)
+@app.command("revoke", context_settings=TAKES_ID)
 @handled
 def grant_revoke(
     grant_id: str, as_member: AsMember = False, url: Url = DEFAULT_URL, as_json: Json = False

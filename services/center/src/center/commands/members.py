@@ -27,7 +27,9 @@ from center.remote import (
     show_rows,
 )
 
-member_app = typer.Typer(help="Create, list, change and remove members.", no_args_is_help=True)
+app = typer.Typer(
+    name="member", help="Create, list, change and remove members.", no_args_is_help=True
+)
 MEMBER_COLUMNS = ("id", "role", "scope", "vaults", "paths", "generation", "password", "email")
 
 VaultsOpt = Annotated[
@@ -63,8 +65,9 @@ def _check_placed(remote: Remote, vaults: list[str] | None, unplaced: bool) -> N
     if missing:
         raise RemoteError(
             "unknown_vault",
-            f"no node reports vault {missing[0]!r}; known vaults: {', '.join(known) or 'none'}"
-            " (pass --unplaced to give it before a node holds it)",
+            f"no node reports vault {missing[0]!r}; known vaults: {', '.join(known) or 'none'}."
+            " Create its folder in a node's data_dir (`secondbrain vault create`): the node"
+            " reports it within seconds; or pass --unplaced to give it before a node holds it",
         )
 
 
@@ -81,7 +84,7 @@ def _password(wanted: bool) -> str | None:
     return value
 
 
-@member_app.command("add")
+@app.command("add")
 @handled
 def member_add(
     member_id: Annotated[str, typer.Argument(help="1-64 of A-Z a-z 0-9 - _")],
@@ -117,7 +120,7 @@ def member_add(
     show(created if as_json else compact(created), as_json, (*MEMBER_COLUMNS, "credential"))
 
 
-@member_app.command("list")
+@app.command("list")
 @handled
 def member_list(url: Url = DEFAULT_URL, as_json: Json = False) -> None:
     """Every member, without credentials."""
@@ -125,7 +128,7 @@ def member_list(url: Url = DEFAULT_URL, as_json: Json = False) -> None:
     show_rows(listed, "members", as_json, MEMBER_COLUMNS, compact)
 
 
-@member_app.command("set", context_settings=TAKES_ID)
+@app.command("set", context_settings=TAKES_ID)
 @handled
 def member_set(
     member_id: str,
@@ -172,7 +175,7 @@ def member_set(
     show(changed if as_json else compact(changed), as_json, shown)
 
 
-@member_app.command("remove", context_settings=TAKES_ID)
+@app.command("remove", context_settings=TAKES_ID)
 @handled
 def member_remove(member_id: str, url: Url = DEFAULT_URL, as_json: Json = False) -> None:
     """Remove a member; its tokens and every grant it issued or received die."""

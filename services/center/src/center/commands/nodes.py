@@ -1,4 +1,4 @@
-"""`node add|list|remove` (the operator's) and `vaults`: where each vault is served."""
+"""`node add|list|remove|drain` (the operator's)."""
 
 from __future__ import annotations
 
@@ -7,18 +7,17 @@ from typing import Annotated, Any
 
 import typer
 
-from center.commands._shared import AsMember, ident
+from center.commands._shared import ident
 from center.remote import DEFAULT_URL, TAKES_ID, Json, Remote, Url, handled, show, show_rows
 
-node_app = typer.Typer(help="Register, list and remove vault nodes.", no_args_is_help=True)
+app = typer.Typer(name="node", help="Register, list and remove vault nodes.", no_args_is_help=True)
 NODE_COLUMNS = (
     *("id", "resource", "vaults", "placements"),
     *("last_seen", "revocation_seq", "checkpoint_seq", "checkpoint_ok"),
 )
-VAULT_COLUMNS = ("name", "node", "mcp_url", "reported", "last_seen")
 
 
-@node_app.command("add")
+@app.command("add")
 @handled
 def node_add(
     node_id: Annotated[str, typer.Argument(help="1-64 of A-Z a-z 0-9 - _")],
@@ -37,7 +36,7 @@ def _node_row(node: Mapping[str, Any]) -> dict[str, Any]:
     return {**node, "checkpoint_seq": checkpoint.get("seq")}
 
 
-@node_app.command("list")
+@app.command("list")
 @handled
 def node_list(url: Url = DEFAULT_URL, as_json: Json = False) -> None:
     """Every node with its last heartbeat: vaults, revocation seq, audit checkpoint."""
@@ -45,7 +44,7 @@ def node_list(url: Url = DEFAULT_URL, as_json: Json = False) -> None:
     show_rows(listed, "nodes", as_json, NODE_COLUMNS, _node_row)
 
 
-@node_app.command("remove", context_settings=TAKES_ID)
+@app.command("remove", context_settings=TAKES_ID)
 @handled
 def node_remove(node_id: str, url: Url = DEFAULT_URL, as_json: Json = False) -> None:
     """Remove a node: its credential stops working and its placements are dropped."""
@@ -53,12 +52,10 @@ def node_remove(node_id: str, url: Url = DEFAULT_URL, as_json: Json = False) -> 
     show(Remote(url).call("DELETE", f"/v1/nodes/{node_id}"), as_json)
 
 
+@app.command("drain", context_settings=TAKES_ID)
 @handled
-def vaults(
-    as_member: AsMember = False,
-    url: Url = DEFAULT_URL,
-    as_json: Json = False,
-) -> None:
-    """The vaults you may see, each with the MCP URL of the node holding it."""
-    listed = Remote.either(url, as_member).call("GET", "/v1/vaults")
-    show_rows(listed, "vaults", as_json, VAULT_COLUMNS)
+def node_drain(node_id: str, url: Url = DEFAULT_URL, as_json: Json = False) -> None:
+    """Move every vault off a node: each vault it is primary of moves to a replica (or the
+    least-loaded other node), each it is a replica of gets a new replica elsewhere."""
+    node_id = ident(node_id, "node id", "node list")
+    show(Remote(url).call("POST", f"/v1/nodes/{node_id}/drain"), as_json)

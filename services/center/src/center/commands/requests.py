@@ -22,14 +22,14 @@ from center.commands._shared import (
 from center.commands.grants import GRANT_COLUMNS
 from center.remote import DEFAULT_URL, TAKES_ID, Json, Remote, Url, handled, show, show_rows
 
-request_app = typer.Typer(help="Ask for, decide and claim grants.", no_args_is_help=True)
+app = typer.Typer(name="request", help="Ask for, decide and claim grants.", no_args_is_help=True)
 REQUEST_COLUMNS = (
     *("id", "requester", "vault", "scope", "paths", "minutes", "reason", "state", "created"),
     "decided_by",
 )
 
 
-@request_app.command("create")
+@app.command("create")
 @handled
 def request_create(
     *,
@@ -55,7 +55,7 @@ def request_create(
     show(created if as_json else compact(created), as_json, REQUEST_COLUMNS)
 
 
-@request_app.command("list")
+@app.command("list")
 @handled
 def request_list(
     vault: Annotated[str | None, typer.Option(help="Only this vault.")] = None,
@@ -79,7 +79,7 @@ def _decide(
     show(decided if as_json else compact(decided), as_json, REQUEST_COLUMNS)
 
 
-@request_app.command("approve", context_settings=TAKES_ID)
+@app.command("approve", context_settings=TAKES_ID)
 @handled
 def request_approve(
     request_id: str,
@@ -107,7 +107,7 @@ def request_approve(
     _decide("approve", request_id, Remote.either(url, as_member), as_json, body)
 
 
-@request_app.command("reject", context_settings=TAKES_ID)
+@app.command("reject", context_settings=TAKES_ID)
 @handled
 def request_reject(
     request_id: str,
@@ -122,7 +122,7 @@ def request_reject(
     _decide("reject", request_id, Remote.either(url, as_member), as_json, {"reason": reason})
 
 
-@request_app.command("cancel", context_settings=TAKES_ID)
+@app.command("cancel", context_settings=TAKES_ID)
 @handled
 def request_cancel(request_id: str, url: Url = DEFAULT_URL, as_json: Json = False) -> None:
     """Withdraw your own request (member in SECONDBRAIN_CENTER_TOKEN)."""
@@ -131,7 +131,7 @@ def request_cancel(request_id: str, url: Url = DEFAULT_URL, as_json: Json = Fals
     show(cancelled if as_json else compact(cancelled), as_json, REQUEST_COLUMNS)
 
 
-@request_app.command("claim", context_settings=TAKES_ID)
+@app.command("claim", context_settings=TAKES_ID)
 @handled
 def request_claim(
     request_id: str,

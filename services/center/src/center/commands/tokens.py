@@ -29,7 +29,7 @@ from center.remote import (
     show_rows,
 )
 
-token_app = typer.Typer(help="Mint, list and revoke agent tokens.", no_args_is_help=True)
+app = typer.Typer(name="token", help="Mint, list and revoke agent tokens.", no_args_is_help=True)
 TOKEN_COLUMNS = ("jti", "subject", "scope", "vaults", "paths", "created", "expires_at", "revoked")
 MAX_TOKEN_DAYS = 90
 
@@ -42,7 +42,7 @@ def _lifetime(minutes: int | None, days: int | None) -> int:
     return minutes if minutes is not None else 60
 
 
-@token_app.command("issue")
+@app.command("issue")
 @handled
 def token_issue(
     *,
@@ -92,7 +92,7 @@ def token_issue(
     show(minted if as_json else compact(minted), as_json, (*TOKEN_COLUMNS, "audience", "token"))
 
 
-@token_app.command("list")
+@app.command("list")
 @handled
 def token_list(as_member: AsMember = False, url: Url = DEFAULT_URL, as_json: Json = False) -> None:
     """Unexpired agent tokens: every one (operator), or your own (--as-member). Never the
@@ -101,7 +101,7 @@ def token_list(as_member: AsMember = False, url: Url = DEFAULT_URL, as_json: Jso
     show_rows(listed, "tokens", as_json, TOKEN_COLUMNS, compact)
 
 
-@token_app.command("revoke", context_settings=TAKES_ID)
+@app.command("revoke", context_settings=TAKES_ID)
 @handled
 def token_revoke(
     jti: Annotated[str, typer.Argument(help="The token's jti, from `token list`.")],

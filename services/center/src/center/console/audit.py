@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Response
 
 from center.audit import Selection
-from center.console.web import PAGE_SIZE, PREFIX, ConsoleRoute, Page, signed_in
+from center.console.web import PAGE_SIZE, PREFIX, ConsoleRoute, Page, SignedIn
 from center.errors import AuditChainError, InvalidArgumentError
 from center.routes.audit import narrowed, ndjson, selection
 from tickets import sign_checkpoint
@@ -52,7 +52,8 @@ async def _head(page: Page) -> dict[str, Any] | None:
     return sign_checkpoint(page.center.keyring.key, *head).to_dict()
 
 
-async def show(page: Page) -> Response:
+@router.get("/audit")
+async def show(page: SignedIn) -> Response:
     wanted = chosen(page)
     offset = page.offset()
     broken: str | None = None
@@ -76,12 +77,9 @@ async def show(page: Page) -> Response:
     )
 
 
-async def export(page: Page) -> Response:
+@router.get("/audit/export")
+async def export(page: SignedIn) -> Response:
     response = ndjson(await page.center.store.audit_export(chosen(page)))
     response.headers["Content-Disposition"] = 'attachment; filename="audit.ndjson"'
     response.headers["Cache-Control"] = "no-store"
     return response
-
-
-router.add_api_route("/audit", signed_in(show), methods=["GET"])
-router.add_api_route("/audit/export", signed_in(export), methods=["GET"])

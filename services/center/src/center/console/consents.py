@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from center.console.web import PREFIX, ConsoleRoute, Page, signed_in
+from center.console.web import PREFIX, ConsoleRoute, Posted
 from center.oauth import consent
 
 router = APIRouter(prefix=PREFIX, route_class=ConsoleRoute)
 
 
-async def revoke(page: Page) -> Response:
+@router.post("/consents/{consent_id}/revoke")
+async def revoke(page: Posted) -> Response:
     consent_id = page.request.path_params["consent_id"]
     async with page.change() as work:
         revoked = await consent.revoke(work, page.me, consent_id)
@@ -21,8 +22,3 @@ async def revoke(page: Page) -> Response:
     name = revoked["client_name"] or revoked["client_id"]
     ended = revoked["ended_sign_ins"]
     return page.see_other(back, f"Revoked the consent for {name}; {ended} sign-in(s) ended.")
-
-
-router.add_api_route(
-    "/consents/{consent_id}/revoke", signed_in(revoke, post=True), methods=["POST"]
-)

@@ -8,13 +8,14 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from center import grants
-from center.console.web import PAGE_SIZE, PREFIX, ConsoleRoute, Page, signed_in
+from center.console.web import PAGE_SIZE, PREFIX, ConsoleRoute, Posted, SignedIn
 from center.principals import check_vault
 
 router = APIRouter(prefix=PREFIX, route_class=ConsoleRoute)
 
 
-async def show(page: Page) -> Response:
+@router.get("/grants")
+async def show(page: SignedIn) -> Response:
     vault = page.value("vault") or None
     if vault is not None:
         check_vault(vault)
@@ -33,7 +34,8 @@ async def show(page: Page) -> Response:
     )
 
 
-async def confirm(page: Page) -> Response:
+@router.get("/grants/{grant_id}/revoke")
+async def confirm(page: SignedIn) -> Response:
     grant_id = page.request.path_params["grant_id"]
     now = page.center.store.now()
     async with page.center.store.read() as session:
@@ -52,13 +54,9 @@ async def confirm(page: Page) -> Response:
     )
 
 
-async def revoke(page: Page) -> Response:
+@router.post("/grants/{grant_id}/revoke")
+async def revoke(page: Posted) -> Response:
     grant_id = page.request.path_params["grant_id"]
     async with page.change() as work:
         revoked = await grants.revoke(work, page.me, grant_id)
     return page.see_other("/grants", f"Revoked {len(revoked)} grant(s).")
-
-
-router.add_api_route("/grants", signed_in(show), methods=["GET"])
-router.add_api_route("/grants/{grant_id}/revoke", signed_in(confirm), methods=["GET"])
-router.add_api_route("/grants/{grant_id}/revoke", signed_in(revoke, post=True), methods=["POST"])

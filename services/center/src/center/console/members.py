@@ -13,7 +13,7 @@ from fastapi import APIRouter, Response
 
 from center import grants, members, rules, tokens
 from center.auth import as_operator
-from center.console.web import PAGE_SIZE, PREFIX, ConsoleRoute, Page, signed_in
+from center.console.web import PAGE_SIZE, PREFIX, ConsoleRoute, Page, Posted, SignedIn
 from center.oauth import consent
 from center.principals import OPERATOR
 from tickets import ROLES, SCOPES
@@ -25,7 +25,8 @@ def _vaults(text: str) -> list[str]:
     return [name.strip() for name in text.replace(",", " ").split() if name.strip()]
 
 
-async def show(page: Page) -> Response:
+@router.get("/members")
+async def show(page: SignedIn) -> Response:
     as_operator(page.me)
     offset = page.offset()
     async with page.center.store.read() as session:
@@ -47,7 +48,8 @@ async def _hash(page: Page) -> str | None:
     return await page.center.passwords.hash(password) if password else None
 
 
-async def add(page: Page) -> Response:
+@router.post("/members")
+async def add(page: Posted) -> Response:
     as_operator(page.me)
     ask = members.MemberAsk(
         id=page.value("id"),
@@ -63,7 +65,8 @@ async def add(page: Page) -> Response:
     return page.render("member_created.html", member=created, credential=created["credential"])
 
 
-async def one(page: Page) -> Response:
+@router.get("/members/{member_id}")
+async def one(page: SignedIn) -> Response:
     as_operator(page.me)
     member_id = page.request.path_params["member_id"]
     async with page.center.store.read() as session:
@@ -109,7 +112,8 @@ def _authority(patch: members.MemberPatch, member: dict[str, Any]) -> bool:
     return wanted != held or patch.rotate_credential
 
 
-async def change(page: Page) -> Response:
+@router.post("/members/{member_id}")
+async def change(page: Posted) -> Response:
     as_operator(page.me)
     member_id = page.request.path_params["member_id"]
     async with page.center.store.read() as session:
@@ -134,7 +138,8 @@ async def change(page: Page) -> Response:
     return page.see_other(f"/members/{member_id}", f"Changed {member_id}.")
 
 
-async def password(page: Page) -> Response:
+@router.post("/members/{member_id}/password")
+async def password(page: Posted) -> Response:
     as_operator(page.me)
     member_id = page.request.path_params["member_id"]
     password_hash = await _hash(page)
@@ -147,7 +152,8 @@ async def password(page: Page) -> Response:
     )
 
 
-async def remove(page: Page) -> Response:
+@router.post("/members/{member_id}/remove")
+async def remove(page: Posted) -> Response:
     as_operator(page.me)
     member_id = page.request.path_params["member_id"]
     if page.value("confirm") != "yes":
@@ -166,13 +172,3 @@ async def remove(page: Page) -> Response:
         removed = await members.remove(work, member_id)
     revoked = len(removed["revoked_grants"])
     return page.see_other("/members", f"Removed {member_id}; {revoked} grant(s) revoked.")
-
-
-router.add_api_route("/members", signed_in(show), methods=["GET"])
-router.add_api_route("/members", signed_in(add, post=True), methods=["POST"])
-router.add_api_route("/members/{member_id}", signed_in(one), methods=["GET"])
-router.add_api_route("/members/{member_id}", signed_in(change, post=True), methods=["POST"])
-router.add_api_route(
-    "/members/{member_id}/password", signed_in(password, post=True), methods=["POST"]
-)
-router.add_api_route("/members/{member_id}/remove", signed_in(remove, post=True), methods=["POST"])

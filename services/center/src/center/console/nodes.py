@@ -1,18 +1,21 @@
 """The nodes page (the operator's, as `/v1/nodes` is): each node's last heartbeat, how
 far its revocation seq lags the feed, its audit checkpoint state and the vaults it holds
-— with a warning for a node not heard from within `STALE` seconds — and the vault
-directory (which node serves each vault) that `/v1/vaults` answers.
+— with a warning for a node not heard from within `STALE` seconds — and every vault's
+replication state as `/v1/replication` answers it (primary, replicas in sync or lagging,
+epoch, lease, state), with a form that moves a vault to another node.
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import APIRouter, Response
 
-from center import nodes, revocations
+from center import moves, nodes, revocations
 from center.auth import as_operator
-from center.console.web import PREFIX, ConsoleRoute, Page, signed_in
+from center.console.web import PREFIX, ConsoleRoute, Posted, SignedIn
+from center.names import check_vault, described
 
 router = APIRouter(prefix=PREFIX, route_class=ConsoleRoute)
 STALE = 120
@@ -51,16 +54,33 @@ def state(node: dict[str, Any], seq: int, now: int) -> dict[str, Any]:
     }
 
 
-async def show(page: Page) -> Response:
+@router.get("/nodes")
+async def show(page: SignedIn) -> Response:
     as_operator(page.me)
     store, now = page.center.store, page.center.store.now()
     async with store.read() as session:
         listed = await nodes.listing(session)
-        vaults = await nodes.visible_vaults(session, page.me)
+        vaults = [described(v, _utc) for v in await nodes.replication(session)]
     async with store.serialized() as session:
         seq = await revocations.current_seq(session, page.center.keyring, now)
     shown = [state(node, seq, now) for node in listed]
-    return page.render("nodes.html", nodes=shown, vaults=vaults, seq=seq, now=now)
+    ids = [node["id"] for node in listed]
+    return page.render("nodes.html", nodes=shown, vaults=vaults, ids=ids, seq=seq, now=now)
 
 
-router.add_api_route("/nodes", signed_in(show), methods=["GET"])
+def _utc(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+@router.post("/nodes/vaults/{vault}/move")
+async def move(page: Posted) -> Response:
+    """Start moving a vault's primary to the node chosen (`vault move`)."""
+    as_operator(page.me)
+    vault, target = page.request.path_params["vault"], page.value("to")
+    async with page.change() as work:
+        await moves.start(work, check_vault(vault), target, keep=page.value("keep") == "yes")
+    return page.see_other(
+        "/nodes",
+        f"Moving {vault} to {target}: it catches up, then takes over when the primary's "
+        "lease runs out. This page shows the progress.",
+    )

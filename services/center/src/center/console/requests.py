@@ -1,6 +1,7 @@
 """The requests page: pending requests first, each with approve (optionally narrower in
 scope, minutes or path rules) and reject (with a reason); decided and expired ones below; a member's
-own requests with cancel, and a form to ask for access.
+own requests with cancel (and claim, once approved: the token shown once), and a form to
+ask for access.
 
 Every action is `center.requests`, as the API's routes call it: the same checks, the
 same refusals (a second decision, an expired request) with the same messages.
@@ -14,7 +15,7 @@ from fastapi import APIRouter, Response
 
 from center import requests as domain
 from center.auth import as_member
-from center.console.web import PAGE_SIZE, PREFIX, ConsoleRoute, Page, signed_in
+from center.console.web import PAGE_SIZE, PREFIX, ConsoleRoute, Page, Posted, SignedIn
 from center.errors import InvalidArgumentError
 from center.principals import check_vault
 from center.routes.deps import scope_arg
@@ -47,7 +48,8 @@ async def _listing(page: Page) -> list[dict[str, Any]]:
         return await domain.listing(work.session, page.me, None, None)
 
 
-async def show(page: Page) -> Response:
+@router.get("/requests")
+async def show(page: SignedIn) -> Response:
     rows = await _listing(page)
     now = page.center.store.now()
     for row in rows:
@@ -90,7 +92,8 @@ def _reason(page: Page) -> str | None:
     return reason or None
 
 
-async def approve(page: Page) -> Response:
+@router.post("/requests/{request_id}/approve")
+async def approve(page: Posted) -> Response:
     request_id = page.request.path_params["request_id"]
     scope = scope_arg(page.value("scope") or None)
     decision = domain.Decision(scope, _minutes(page), _reason(page), page.rules() or None)
@@ -100,7 +103,8 @@ async def approve(page: Page) -> Response:
     return page.see_other("/requests", notice)
 
 
-async def reject(page: Page) -> Response:
+@router.post("/requests/{request_id}/reject")
+async def reject(page: Posted) -> Response:
     request_id = page.request.path_params["request_id"]
     decision = domain.Decision(reason=_reason(page))
     async with page.change() as work:
@@ -108,14 +112,28 @@ async def reject(page: Page) -> Response:
     return page.see_other("/requests", f"Rejected {done['requester']}'s request.")
 
 
-async def cancel(page: Page) -> Response:
+@router.post("/requests/{request_id}/cancel")
+async def cancel(page: Posted) -> Response:
     request_id = page.request.path_params["request_id"]
     async with page.change() as work:
         await domain.cancel(work, as_member(page.me), request_id)
     return page.see_other("/requests", "Request withdrawn.")
 
 
-async def create(page: Page) -> Response:
+@router.post("/requests/{request_id}/claim")
+async def claim(page: Posted) -> Response:
+    """The requester takes its approved grant: the token is shown once, to copy."""
+    request_id = page.request.path_params["request_id"]
+    center = page.center
+    async with page.change() as work:
+        issued = await domain.claim(
+            work, center.keyring, center.settings.issuer, as_member(page.me), request_id
+        )
+    return page.render("grant_claimed.html", issued=issued)
+
+
+@router.post("/requests")
+async def create(page: Posted) -> Response:
     ask = domain.RequestAsk(
         vault=check_vault(page.value("vault")),
         scope=scope_arg(page.value("scope") or "read") or "read",
@@ -127,11 +145,3 @@ async def create(page: Page) -> Response:
         made = await domain.create(work, as_member(page.me), ask)
     notice = f"Asked for {made['scope']} in {made['vault']}; an approver decides."
     return page.see_other("/requests", notice)
-
-
-router.add_api_route("/requests", signed_in(show), methods=["GET"])
-router.add_api_route("/requests", signed_in(create, post=True), methods=["POST"])
-for _verb, _handler in (("approve", approve), ("reject", reject), ("cancel", cancel)):
-    router.add_api_route(
-        f"/requests/{{request_id}}/{_verb}", signed_in(_handler, post=True), methods=["POST"]
-    )

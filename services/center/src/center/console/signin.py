@@ -126,19 +126,19 @@ async def sign_in(request: Request) -> Response:
     form, pre = checked
     username, ip = form.get("username", ""), _ip(request)
     accounts = get_accounts(request, console.center)
-    limited = console.sign_in_limit.take(ip) is not None
+    limited = await console.sign_in_limit.take(console.center.store, ip) is not None
     try:
-        accounts.sign_in_allowed(username)
+        await accounts.sign_in_allowed(username)
     except RateLimitedError:
         limited = True
     if limited:
         return _form(console, pre, 429, LIMITED, username=username)
     signed = await console.login.check(console.center.store, username, form.get("password", ""))
     if signed is None:
-        accounts.sign_in_failed(username)
+        await accounts.sign_in_failed(username)
         await _failed(console, "invalid username or password")
         return _form(console, pre, 401, FAILED, username=username)
-    console.sign_in_limit.give_back(ip)
+    await console.sign_in_limit.give_back(console.center.store, ip)
     async with console.center.store.change(CHANNEL) as work:
         member = await work.session.get(Member, signed.member_id, with_for_update=True)
         if member is None or member.password_hash != signed.password_hash:
@@ -158,13 +158,13 @@ async def sign_in_operator(request: Request) -> Response:
         return _stale(f"{PREFIX}/sign-in")
     form, pre = checked
     ip = _ip(request)
-    if console.sign_in_limit.take(ip) is not None:
+    if await console.sign_in_limit.take(console.center.store, ip) is not None:
         return _form(console, pre, 429, LIMITED)
     token = form.get("admin_token", "").strip()
     if not token or not console.center.auth.is_admin_digest(digest(token)):
         await _failed(console, "wrong admin token")
         return _form(console, pre, 401, BAD_TOKEN)
-    console.sign_in_limit.give_back(ip)
+    await console.sign_in_limit.give_back(console.center.store, ip)
     async with console.center.store.change(CHANNEL) as work:
         replaced = request.cookies.get(console.cookie)
         cookie = await sessions.start(work, OPERATOR, console.operator, console.limits, replaced)

@@ -1,16 +1,22 @@
 """The tokens page: unexpired agent tokens with their path rules (all for the operator, a
 member's own and those it minted otherwise), minting one (a member, within its path
-rules; the token shown once) and revoking one by jti. Minting and revoking are
+rules; the token shown once) and revoking one by jti (not one whose signing key was
+revoked: no node takes it). Minting and revoking are
 `center.tokens`, as `/v1/tokens` calls them.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Response
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from center import nodes, tokens
 from center.auth import as_member
-from center.console.web import PAGE_SIZE, PREFIX, ConsoleRoute, Page, signed_in
+from center.console.web import PAGE_SIZE, PREFIX, ConsoleRoute, Page, Posted, SignedIn
+from center.db.models import Key
 from center.errors import InvalidArgumentError
 from center.principals import MANAGERS, check_member_id
 from center.routes.deps import scope_arg
@@ -20,11 +26,13 @@ router = APIRouter(prefix=PREFIX, route_class=ConsoleRoute)
 DAY = 1440
 
 
-async def show(page: Page) -> Response:
+@router.get("/tokens")
+async def show(page: SignedIn) -> Response:
     now, offset = page.center.store.now(), page.offset()
     async with page.center.store.read() as session:
         listed, total = await tokens.page(session, page.me, now, offset=offset, limit=PAGE_SIZE)
         vaults = [] if page.me.is_operator else await nodes.visible_vaults(session, page.me)
+        await mark_dead_keys(session, listed)
     return page.render(
         "tokens.html",
         tokens=listed,
@@ -35,6 +43,16 @@ async def show(page: Page) -> Response:
         vaults=vaults,
         manager=page.me.role in MANAGERS and not page.me.is_operator,
     )
+
+
+async def mark_dead_keys(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
+    """Set `key_revoked` on each token signed by a key revoked since (`key revoke`): no
+    node takes it any more, so the page offers no Revoke. The signer is the key that was
+    active when the token was made: the newest created by then."""
+    keys = (await session.execute(select(Key.created, Key.revoked).order_by(Key.created))).all()
+    for row in rows:
+        signers = [key for key in keys if key.created <= row["created"]]
+        row["key_revoked"] = bool(signers) and signers[-1].revoked
 
 
 def _minutes(page: Page) -> int:
@@ -62,7 +80,8 @@ def _ask(page: Page) -> tokens.TokenAsk:
     )
 
 
-async def mint(page: Page) -> Response:
+@router.post("/tokens")
+async def mint(page: Posted) -> Response:
     ask = _ask(page)
     async with page.change() as work:
         minted = await tokens.exchange(
@@ -71,13 +90,9 @@ async def mint(page: Page) -> Response:
     return page.render("token_minted.html", minted=minted)
 
 
-async def revoke(page: Page) -> Response:
+@router.post("/tokens/{jti}/revoke")
+async def revoke(page: Posted) -> Response:
     jti = page.request.path_params["jti"]
     async with page.change() as work:
         await tokens.revoke(work, page.me, jti)
     return page.see_other("/tokens", f"Revoked token {jti}.")
-
-
-router.add_api_route("/tokens", signed_in(show), methods=["GET"])
-router.add_api_route("/tokens", signed_in(mint, post=True), methods=["POST"])
-router.add_api_route("/tokens/{jti}/revoke", signed_in(revoke, post=True), methods=["POST"])

@@ -10,10 +10,10 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlencode, urlsplit
 
-from fastapi import Request, Response
+from fastapi import Depends, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.routing import APIRoute
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
@@ -24,12 +24,14 @@ from center.console import sessions
 from center.console.forms import Forms, fields
 from center.errors import CenterError
 from center.log import scrub
+from center.names import Rules, rules_from_args
+from center.oauth import authorize
 from center.oauth.keys import mac
-from center.oauth.limits import RateLimiter
 from center.oauth.login import Login
 from center.principals import MANAGERS, Principal
 from center.runtime import Center
 from center.store import Change
+from center.throttles import Bucket
 
 PREFIX = "/console"
 CHANNEL = "console"
@@ -51,7 +53,7 @@ HEADERS = {
     "Content-Security-Policy": POLICY,
     "Cache-Control": "no-store",
     "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",
     "X-Content-Type-Options": "nosniff",
 }
 
@@ -108,9 +110,7 @@ class Console:
         self.pre_cookie = SECURE_PRE_COOKIE if self.secure else PRE_COOKIE
         self.operator = sessions.operator_fingerprint(settings.admin_token_value())
         self.login = Login(center.passwords)
-        self.sign_in_limit = RateLimiter(
-            *parse_rate(settings.login_rate_limit), clock=center.store.clock
-        )
+        self.sign_in_limit = Bucket("console.sign_in", *parse_rate(settings.login_rate_limit))
 
 
 def console_of(request: Request) -> Console:
@@ -180,7 +180,7 @@ class Page:
         values = self.form.get(name) or self.request.query_params.getlist(name)
         return values[0] if values else default
 
-    def rules(self) -> rules.Rules | None:
+    def rules(self) -> Rules | None:
         """The path rules of a form's three fields (comma-separated `VAULT:FOLDER`); None
         when the form has none of them, {} when they are empty."""
         if not any(name in self.form for name in RULE_FIELDS):
@@ -188,7 +188,7 @@ class Page:
         read, write, exclude = (
             [item for item in self.value(name).split(",") if item.strip()] for name in RULE_FIELDS
         )
-        return rules.from_args(read, write, exclude)
+        return rules_from_args(read, write, exclude)
 
     def offset(self) -> int:
         """Where a paged list starts (`?offset=`), 0 unless a number is given."""
@@ -222,9 +222,6 @@ def _nav(me: Principal | None) -> list[tuple[str, str]]:
     return [(f"{PREFIX}/{name}", titles.get(name, name.capitalize())) for name in names]
 
 
-Handler = Callable[[Page], Coroutine[Any, Any, Response]]
-
-
 async def page_for(request: Request, *, post: bool) -> Page:
     """The signed-in page, with its form checked and spent if it is a post."""
     console = console_of(request)
@@ -239,38 +236,24 @@ async def page_for(request: Request, *, post: bool) -> Page:
         token = (form.get("csrf") or [""])[0]
         if not await console.forms.spend(console.center.store, token, session.id_hash):
             raise RefusedError
-    return Page(request, console, session, form)
+    page = Page(request, console, session, form)
+    request.state.console_page = page
+    return page
 
 
-def signed_in(
-    handler: Handler, *, post: bool = False
-) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-    """A route for signed-in pages: no session → sign-in; a domain refusal → the error
-    shown on the page the request came from (re-rendered by `handler`'s `on_error`)."""
+async def _shown(request: Request) -> Page:
+    return await page_for(request, post=False)
 
-    async def route(request: Request) -> Response:
-        try:
-            page = await page_for(request, post=post)
-        except SignInNeededError:
-            return RedirectResponse(f"{PREFIX}/sign-in", status_code=303, headers=HEADERS)
-        except RefusedError:
-            return render(
-                "message.html", 403, title="This form cannot be used", message=STALE, back=None
-            )
-        try:
-            return await handler(page)
-        except CenterError as exc:
-            section = request.url.path.removeprefix(PREFIX).strip("/").split("/")[0]
-            return page.render(
-                "message.html",
-                exc.status,
-                title="Refused",
-                message=scrub(exc.message),
-                back=f"{PREFIX}/{section or 'requests'}",
-            )
 
-    route.__name__ = handler.__name__
-    return route
+async def _posted(request: Request) -> Page:
+    return await page_for(request, post=True)
+
+
+SignedIn = Annotated[Page, Depends(_shown)]
+"""A signed-in page (`@router.get`): without a live session the browser goes to sign in."""
+Posted = Annotated[Page, Depends(_posted)]
+"""A signed-in page's form (`@router.post`): its one-time form token checked and spent
+before the handler runs; a spent or forged one is refused and nothing changes."""
 
 
 STALE = (
@@ -279,9 +262,59 @@ STALE = (
 )
 
 
+FOREIGN = (
+    "This form was sent from another site or another port of this host, so it was refused. "
+    "Nothing was changed. Open the console at its own address and try again."
+)
+
+
+def foreign(request: Request) -> bool:
+    """Whether the browser says a post comes from another origin. `Sec-Fetch-Site`, where
+    sent, decides: only `same-origin` passes. Otherwise `Origin` must be the issuer's
+    origin or the one the request was sent to (`null` is neither). Another port of the
+    same host is another origin (though the same site, whose cookies it can set: cookie
+    tossing). A post with neither header (curl, or a browser from before 2020) is judged
+    by its one-time form token alone. The pages' `Referrer-Policy: same-origin` keeps
+    browsers sending the console's own posts with their real `Origin` (`no-referrer`
+    would make it `null`)."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        return site != "same-origin"
+    origin = request.headers.get("origin")
+    if origin is None:
+        return False
+    own = {
+        authorize.origin(request.app.state.center.settings.issuer),
+        f"{request.url.scheme}://{request.headers.get('host', '')}".lower(),
+    }
+    return origin.lower() not in own
+
+
+def refused(request: Request, exc: CenterError) -> HTMLResponse:
+    """A domain refusal as HTML: on a signed-in page, the page's own message with a way
+    back to its section; elsewhere (changes locked, the database away) a bare one."""
+    page: Page | None = getattr(request.state, "console_page", None)
+    if page is None:
+        title = "Temporarily unavailable" if exc.status >= 500 else "Refused"
+        return render(
+            "message.html", exc.status, title=title, message=scrub(exc.message), back=None
+        )
+    section = request.url.path.removeprefix(PREFIX).strip("/").split("/")[0]
+    return page.render(
+        "message.html",
+        exc.status,
+        title="Refused",
+        message=scrub(exc.message),
+        back=f"{PREFIX}/{section or 'requests'}",
+    )
+
+
 class ConsoleRoute(APIRoute):
-    """Console routes stay out of the API schema, and answer a failure no page handled
-    (changes locked, the database away) with an HTML page instead of the API's JSON."""
+    """How every console route is served: out of the API schema; a post another origin
+    sent (see `foreign`) refused before anything reads it; a page without a live session
+    sent to sign in, a spent form refused; a domain refusal shown as HTML (`refused`),
+    never the API's JSON. Pages take `SignedIn` or `Posted` and register with
+    `@router.get` and `@router.post`, as the API's routes do."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["include_in_schema"] = False
@@ -291,12 +324,23 @@ class ConsoleRoute(APIRoute):
         inner = super().get_route_handler()
 
         async def handler(request: Request) -> Response:
+            if request.method == "POST" and foreign(request):
+                return render(
+                    "message.html",
+                    403,
+                    title="This form cannot be used",
+                    message=FOREIGN,
+                    back=None,
+                )
             try:
                 return await inner(request)
-            except CenterError as exc:
-                title = "Temporarily unavailable" if exc.status >= 500 else "Refused"
+            except SignInNeededError:
+                return RedirectResponse(f"{PREFIX}/sign-in", status_code=303, headers=HEADERS)
+            except RefusedError:
                 return render(
-                    "message.html", exc.status, title=title, message=scrub(exc.message), back=None
+                    "message.html", 403, title="This form cannot be used", message=STALE, back=None
                 )
+            except CenterError as exc:
+                return refused(request, exc)
 
         return handler

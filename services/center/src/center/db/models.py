@@ -8,10 +8,10 @@ a test keeps these classes and the migrations in step.
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import JSON, BigInteger, Boolean, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from center.names import Rules
 
 ID = 64
 """Member, node and vault ids: at most 64 characters."""
@@ -19,9 +19,6 @@ OBJECT_ID = 32
 CLIENT_ID = 255
 """A client id: a registered one is short, a metadata document's is its https URL."""
 """Grant, request and token ids: 128 random bits as 32 hex digits."""
-Rules = dict[str, Any] | None
-"""Path rules, `{vault: {"read": [...], "write": [...], "exclude": [...]}}` (center.rules);
-None: every vault named is reached whole."""
 
 
 class Base(DeclarativeBase):
@@ -43,7 +40,7 @@ class Member(Base):
     created: Mapped[int] = mapped_column(BigInteger)
     updated: Mapped[int] = mapped_column(BigInteger)
     last_sign_in: Mapped[int | None] = mapped_column(BigInteger, default=None)
-    paths: Mapped[Rules] = mapped_column(JSON, default=None)
+    paths: Mapped[Rules | None] = mapped_column(JSON, default=None)
 
 
 class Generation(Base):
@@ -76,7 +73,7 @@ class Grant(Base):
     created: Mapped[int] = mapped_column(BigInteger)
     expires: Mapped[int] = mapped_column(BigInteger, index=True)
     revoked: Mapped[int | None] = mapped_column(BigInteger, default=None)
-    paths: Mapped[Rules] = mapped_column(JSON, default=None)
+    paths: Mapped[Rules | None] = mapped_column(JSON, default=None)
 
 
 class Request(Base):
@@ -106,9 +103,9 @@ class Request(Base):
     asked_minutes: Mapped[int | None] = mapped_column(Integer, default=None)
     """The minutes asked for, kept when the approver narrowed `minutes`."""
     decision_reason: Mapped[str | None] = mapped_column(String(256), default=None)
-    paths: Mapped[Rules] = mapped_column(JSON, default=None)
+    paths: Mapped[Rules | None] = mapped_column(JSON, default=None)
     """The rules asked for, until decided; then as approved."""
-    asked_paths: Mapped[Rules] = mapped_column(JSON, default=None)
+    asked_paths: Mapped[Rules | None] = mapped_column(JSON, default=None)
     """The rules asked for, kept when the approver narrowed `paths`."""
 
 
@@ -130,13 +127,43 @@ class Node(Base):
     checkpoint_ok: Mapped[bool | None] = mapped_column(Boolean, default=None)
 
 
-class Placement(Base):
-    """A vault the center assigned to a node (an account's vault): one node per vault."""
+class Copy(Base):
+    """One node's copy of a vault: `primary` (the one writer) or `replica`, whether it is
+    in sync (may be promoted), and what the node last reported holding (the highest epoch
+    it saw, its head commit and commit count), last changed at `updated` (Unix ms)."""
 
-    __tablename__ = "placements"
+    __tablename__ = "copies"
 
     vault: Mapped[str] = mapped_column(String(ID), primary_key=True)
-    node_id: Mapped[str] = mapped_column(String(ID), index=True)
+    node_id: Mapped[str] = mapped_column(String(ID), primary_key=True, index=True)
+    role: Mapped[str] = mapped_column(String(16))
+    in_sync: Mapped[bool] = mapped_column(Boolean)
+    epoch: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    head: Mapped[str | None] = mapped_column(String(64), default=None)
+    commits: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    created: Mapped[int] = mapped_column(BigInteger)
+    updated: Mapped[int | None] = mapped_column(BigInteger, default=None)
+
+
+class VaultLease(Base):
+    """A vault's primary lease: which node writes it at which epoch (the fencing token,
+    1 and up) until `expires` (Unix ms; null until the primary first renews), sync or
+    async replication, the replication factor, and the state: `serving`, `failing_over`
+    (expired, no replica in sync to promote) or `moving` to `move_target` (`move_step`
+    `catch_up` or `switch`; `move_keep` keeps the old copy)."""
+
+    __tablename__ = "leases"
+
+    vault: Mapped[str] = mapped_column(String(ID), primary_key=True)
+    primary_node: Mapped[str | None] = mapped_column(String(ID), default=None)
+    epoch: Mapped[int] = mapped_column(BigInteger)
+    expires: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    mode: Mapped[str] = mapped_column(String(8))
+    factor: Mapped[int] = mapped_column(Integer)
+    state: Mapped[str] = mapped_column(String(16))
+    move_target: Mapped[str | None] = mapped_column(String(ID), default=None)
+    move_step: Mapped[str | None] = mapped_column(String(16), default=None)
+    move_keep: Mapped[bool] = mapped_column(Boolean, default=False)
     created: Mapped[int] = mapped_column(BigInteger)
 
 
@@ -166,7 +193,7 @@ class Token(Base):
     created: Mapped[int] = mapped_column(BigInteger)
     expires: Mapped[int] = mapped_column(BigInteger, index=True)
     revoked: Mapped[int | None] = mapped_column(BigInteger, default=None)
-    paths: Mapped[Rules] = mapped_column(JSON, default=None)
+    paths: Mapped[Rules | None] = mapped_column(JSON, default=None)
 
 
 class Feed(Base):
@@ -309,6 +336,18 @@ class OAuthNonce(Base):
     __tablename__ = "oauth_nonces"
 
     nonce_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    expires: Mapped[int] = mapped_column(BigInteger, index=True)
+
+
+class Throttle(Base):
+    """One limit's state for one key (a digest of the IP or identity it counts): a token
+    bucket or a list of recent hits, as JSON. Rows idle past `expires` are pruned."""
+
+    __tablename__ = "throttles"
+
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    key_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    state: Mapped[str] = mapped_column(Text)
     expires: Mapped[int] = mapped_column(BigInteger, index=True)
 
 

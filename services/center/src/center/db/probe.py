@@ -12,17 +12,19 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from center.config import Settings
-from center.db.engine import make_engine
-from center.errors import DatabaseUnusableError
+from center.db.engine import current_revision, make_engine, schema_problem
+from center.errors import DatabaseUnusableError, SchemaError
 
 URL_ENV = "SECONDBRAIN_CENTER_DATABASE_URL"
 SCHEMA_ENV = "SECONDBRAIN_CENTER_DATABASE_SCHEMA"
 NO_DATABASE, BAD_LOGIN, BAD_PASSWORD = "3D000", "28000", "28P01"
 
 
-async def check_database(settings: Settings) -> None:
+async def check_database(settings: Settings, *, revision: bool = True) -> None:
     """Connect, and check that the schema exists; DatabaseUnusableError names the problem.
-    SQLite needs no check: its file is made in the data directory."""
+    With `revision`, SchemaError if the tables are at another revision than this code's
+    (`serve` refuses them; `migrate` is what fixes them). SQLite needs no check: its file
+    is made in the data directory, and its one process migrates at start."""
     if settings.backend != "postgresql":
         return
     url = make_url(settings.url)
@@ -36,6 +38,9 @@ async def check_database(settings: Settings) -> None:
                 )
                 if found.first() is None:
                     raise DatabaseUnusableError(_no_schema(url, settings.database_schema))
+            problem = schema_problem(await connection.run_sync(current_revision))
+            if revision and problem is not None:
+                raise SchemaError(problem)
     except (SQLAlchemyError, OSError) as exc:
         raise DatabaseUnusableError(describe(url, exc)) from None
     finally:

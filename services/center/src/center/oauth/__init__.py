@@ -1,4 +1,4 @@
-"""The center as OAuth 2.1 authorization server for MCP clients (DESIGN §5.7).
+"""The center as OAuth 2.1 authorization server for MCP clients (docs/design.md#oauth).
 
 Split by concern: `metadata` (RFC 8414), `clients` (RFC 7591 registration), `authorize`
 and `pages` (the login page and its CSRF-bound form), `codes` (authorization codes),

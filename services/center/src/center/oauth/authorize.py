@@ -1,4 +1,4 @@
-"""`/authorize` (spec §5.4, §5.5): the checks before anything is rendered, the login
+"""`/authorize` (docs/design.md#authorize): the checks before anything is rendered, the login
 form's one-time CSRF token, and where the browser is sent afterwards.
 
 Order matters. An unknown client or a redirect URI it did not register gets an error
@@ -48,11 +48,14 @@ Params = Mapping[str, Sequence[str]]
 class PageError(Exception):
     """Answer with an HTML error page and no redirect."""
 
-    def __init__(self, status: int, title: str, message: str) -> None:
+    def __init__(
+        self, status: int, title: str, message: str, retry_after: int | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.title = title
         self.message = message
+        self.retry_after = retry_after
 
 
 class RedirectError(Exception):
@@ -122,7 +125,7 @@ async def check(
     session: AsyncSession, configured: Sequence[str], params: Params
 ) -> tuple[OAuthClient, AuthorizeRequest]:
     """The client and the checked request; PageError before the redirect URI is proven,
-    RedirectError after (the spec's order, §5.4)."""
+    RedirectError after (in the order of docs/design.md#authorize)."""
     try:
         client_id = _single(params, "client_id")
         redirect_uri = _single(params, "redirect_uri")

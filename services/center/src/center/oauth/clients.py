@@ -1,5 +1,14 @@
-"""RFC 7591 dynamic client registration (spec §5.3): public clients only, strict
-redirect URIs, and a bounded table that forgets the least recently used client first.
+"""RFC 7591 dynamic client registration (docs/design.md#client-registration): public
+clients only, strict redirect URIs, and a bounded table.
+
+Anyone may add a client, by registering or by naming a metadata document at
+`/authorize`, so the bound must never cost a client a member signed in through: one with
+a consent or a live refresh family is *held* and never forgotten. Of the clients nobody
+holds, registered ones and ones known by their document are bounded apart (`MAX_CLIENTS`
+and `MAX_DOCUMENTS`), each forgetting its least recently used first: a flood of one kind
+cannot push out the other, and nothing anonymous pushes out a held client. The table
+holds at most `MAX_CLIENTS + MAX_DOCUMENTS` clients besides the held ones, whose number
+only signed-in members can raise.
 
 Redirect URIs are https, or http on loopback (`localhost`, `127.0.0.1`, `[::1]`), where
 RFC 8252 §7.3 lets a native client pick any port at run time: a registered loopback URI
@@ -18,16 +27,19 @@ from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from sqlalchemy import delete, func, select
+from sqlalchemy import ColumnElement, and_, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from center.db.models import CLIENT_ID, OAuthClient, OAuthConsent
+from center.db.models import CLIENT_ID, OAuthClient, OAuthConsent, OAuthFamily
 from center.log import get_logger
 from center.oauth.errors import OAuthError
 from center.store import Change
 from tickets.claims import plain_id
 
 MAX_CLIENTS = 1000
+"""Registered clients nobody holds (see the module docstring)."""
+MAX_DOCUMENTS = 1000
+"""Clients known by their metadata document that nobody holds."""
 MAX_REDIRECT_URIS = 10
 MAX_URI = 2048
 MAX_CLIENT_ID = 64
@@ -133,7 +145,8 @@ def view(row: OAuthClient) -> dict[str, Any]:
 
 
 async def register(work: Change, meta: ClientMetadata, limit: int = MAX_CLIENTS) -> dict[str, Any]:
-    """Store a new client; beyond `limit` clients, the least recently used are forgotten."""
+    """Store a new client; beyond `limit` registered clients nobody holds, the least
+    recently used of those are forgotten."""
     row = OAuthClient(
         id=plain_id(secrets.token_urlsafe(16)),
         name=meta.client_name,
@@ -144,25 +157,34 @@ async def register(work: Change, meta: ClientMetadata, limit: int = MAX_CLIENTS)
         last_used=work.now,
     )
     work.session.add(row)
-    await _evict(work, row.id, limit)
+    await _evict(work, row.id, OAuthClient.expires.is_(None), limit)
     get_logger().info("client_registered", client=row.id)
     return view(row)
 
 
-async def _evict(work: Change, kept: str, limit: int) -> None:
+def unheld(now: int) -> ColumnElement[bool]:
+    """Clients no member signed in through: no consent, no live refresh family."""
+    consents = select(OAuthConsent.client_id)
+    families = select(OAuthFamily.client_id).where(
+        OAuthFamily.revoked.is_(None), OAuthFamily.expires > now
+    )
+    return and_(OAuthClient.id.not_in(consents), OAuthClient.id.not_in(families))
+
+
+async def _evict(work: Change, kept: str, kind: ColumnElement[bool], limit: int) -> None:
+    """Forget the least recently used clients of `kind` nobody holds, beyond `limit`."""
     await work.session.flush()
-    count = await work.session.scalar(select(func.count()).select_from(OAuthClient)) or 0
+    evictable = and_(kind, unheld(work.now))
+    count = await work.session.scalar(select(func.count()).where(evictable)) or 0
     if count > limit:
         oldest = (
             select(OAuthClient.id)
-            .where(OAuthClient.id != kept)
+            .where(evictable, OAuthClient.id != kept)
             .order_by(OAuthClient.last_used, OAuthClient.created, OAuthClient.id)
             .limit(count - limit)
         )
         evicted = list((await work.session.scalars(oldest)).all())
         await work.session.execute(delete(OAuthClient).where(OAuthClient.id.in_(evicted)))
-        # A registered client's id never comes back, so its consents would only linger.
-        await work.session.execute(delete(OAuthConsent).where(OAuthConsent.client_id.in_(evicted)))
         get_logger().info("client_evicted", count=len(evicted))
 
 
@@ -173,13 +195,14 @@ async def remember(
     *,
     logo_uri: str | None,
     max_age: int,
-    limit: int = MAX_CLIENTS,
+    limit: int = MAX_DOCUMENTS,
 ) -> None:
     """Keep what a client's metadata document says (fetched just now) for `max_age`
-    seconds; a client known by a document counts towards the same bound as registered ones."""
+    seconds; beyond `limit` documents nobody holds, the least recently used are forgotten
+    (never a registered client, never a held one)."""
     row = await work.session.get(OAuthClient, client_id)
     if row is None:
-        row = OAuthClient(id=client_id, created=work.now, last_used=work.now)
+        row = OAuthClient(id=client_id, created=work.now)
         work.session.add(row)
     row.name = meta.client_name
     row.redirect_uris = list(dict.fromkeys(meta.redirect_uris))
@@ -187,7 +210,8 @@ async def remember(
     row.response_types = ["code"]
     row.logo_uri = logo_uri
     row.expires = work.now + max_age
-    await _evict(work, client_id, limit)
+    row.last_used = work.now
+    await _evict(work, client_id, OAuthClient.expires.is_not(None), limit)
     get_logger().info("client_document_fetched", client=client_id, max_age=max_age)
 
 

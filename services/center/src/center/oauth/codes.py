@@ -1,5 +1,5 @@
-"""Authorization codes (spec §5.5): 32 random bytes, single use, 60 seconds, stored as
-their SHA-256 digest and bound to member, client, redirect URI, PKCE challenge, scope,
+"""Authorization codes (docs/design.md#authorize): 32 random bytes, single use, 60 seconds,
+stored as their SHA-256 digest and bound to member, client, redirect URI, PKCE challenge, scope,
 resources and the vaults consented to. A spent code is remembered a while longer, with
 the family of tokens it started, so a replay can revoke that family (RFC 6749 §4.1.2).
 """

@@ -85,10 +85,41 @@ def check_url(url: str) -> str:
     return url
 
 
+REFUSED_V6 = tuple(
+    ipaddress.IPv6Network(prefix)
+    for prefix in (
+        "64:ff9b:1::/48",  # local-use NAT64 (RFC 8215): translates to the site's own network
+        "fec0::/10",  # site-local (deprecated, still routed inside some sites)
+    )
+)
+EMBEDDING_V6 = tuple(
+    ipaddress.IPv6Network(prefix)
+    for prefix in (
+        "::ffff:0:0/96",  # IPv4-mapped
+        "::ffff:0:0:0/96",  # IPv4-translated (SIIT)
+        "64:ff9b::/96",  # NAT64 well-known prefix (RFC 6052)
+        "::/96",  # IPv4-compatible (deprecated)
+    )
+)
+"""IPv6 addresses that carry an IPv4 address in their last 32 bits: judged by that one."""
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one leads to (mapped, translated, NAT64, compatible, 6to4)."""
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if any(ip in network for network in EMBEDDING_V6):
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
+
+
 def public(address: str) -> bool:
-    ip = ipaddress.ip_address(address)
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    """Whether `address`, and any IPv4 address it embeds, is public unicast."""
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(address)
+    if isinstance(ip, ipaddress.IPv6Address):
+        if any(ip in network for network in REFUSED_V6):
+            return False
+        ip = embedded_ipv4(ip) or ip
     return ip.is_global and not ip.is_multicast
 
 

@@ -2,7 +2,7 @@
 self-contained.
 
 No external asset, no script; the one inline style carries a per-response nonce. The
-headers follow spec §5.4, and `form-action` names the validated redirect URI's origin
+headers follow docs/design.md#authorize, and `form-action` names the validated redirect URI's origin
 besides `'self'`: browsers apply `form-action` to the redirect that follows a form
 post too, so with `'self'` alone the 302 to the client's callback is silently dropped.
 """

@@ -1,4 +1,4 @@
-"""Refresh tokens (DESIGN §5.7): rotated on every use, grouped in families, replay kills.
+"""Refresh tokens (docs/design.md#oauth): rotated on every use, grouped in families, replay kills.
 
 A family is one sign-in's chain of refresh tokens. Using a token rotates it: the old
 one is marked `rotated` and points at its successor's digest. Presenting a rotated

@@ -1,5 +1,5 @@
-"""`POST /token` (spec §5.6): the authorization-code grant with PKCE S256 only, and the
-refresh grant with rotation. Access tokens are the Ed25519 JWS every node verifies
+"""`POST /token` (docs/design.md#token-endpoint): the authorization-code grant with PKCE S256
+only, and the refresh grant with rotation. Access tokens are the Ed25519 JWS every node verifies
 (`client_id` claim, the member's role, the vaults consented to that the member holds,
 their path rules, the member's generation, `aud` from RFC 8707).
 
@@ -29,7 +29,7 @@ from center.oauth.consent import meet
 from center.oauth.errors import OAuthError, invalid_grant, invalid_request
 from center.principals import Principal, find
 from center.store import Change
-from center.tokens import claims_for
+from center.tokens import claims_for, with_deployment
 from tickets.scopes import from_claim, scope_name, to_claim
 
 FORM = "application/x-www-form-urlencoded"
@@ -161,6 +161,7 @@ async def redeem_code(work: Change, minter: Minter, ask: TokenRequest) -> Outcom
     )
     if isinstance(aud, OAuthError):
         return aud
+    aud = with_deployment(aud, minter.keyring.deployment)
     family, token = await refresh.start(
         work,
         client_id=row.client_id,
@@ -218,6 +219,7 @@ async def rotate_refresh(work: Change, minter: Minter, ask: TokenRequest) -> Out
     )
     if isinstance(aud, OAuthError):
         return aud
+    aud = with_deployment(aud, minter.keyring.deployment)
     if not repeat:
         refresh.rotate(work, row, family, successor, minter.refresh_seconds)
     assert row.rotated is not None

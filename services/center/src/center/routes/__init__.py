@@ -12,12 +12,14 @@ from center.routes import (
     consents,
     grants,
     keys,
+    leases,
     members,
     nodes,
     oauth,
     public,
     requests,
     session,
+    tokens,
 )
 from center.routes.deps import ERRORS
 
@@ -26,10 +28,12 @@ for _module in (
     public,
     members,
     session,
+    tokens,
     grants,
     requests,
     audit,
     nodes,
+    leases,
     keys,
     accounts,
     consents,

@@ -13,6 +13,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 
 from center.errors import InvalidArgumentError
+from center.names import Rules
 from center.principals import SCOPE_HELP, Principal
 from center.runtime import Center
 from tickets import Scope, UnknownScopeError, parse_scope
@@ -61,11 +62,11 @@ PathsOut = dict[str, PathRulesOut]
 PATHS_HELP = "Path rules per vault; a vault not named is reached whole"
 
 
-def path_rules(value: PathsIn | None) -> dict[str, dict[str, Any]] | None:
-    """The domain's form of rules a request sent (center.rules cleans them)."""
+def path_rules(value: PathsIn | None) -> Rules | None:
+    """Rules a request sent in their one shape (`center.rules.parse` cleans them)."""
     if value is None:
         return None
-    return {vault: rules.model_dump(exclude_none=True) for vault, rules in value.items()}
+    return {vault: rules.model_dump() for vault, rules in value.items()}
 
 
 class ErrorDetail(Out):

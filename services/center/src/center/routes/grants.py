@@ -12,7 +12,7 @@ from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from center import grants, rules
-from center.principals import check_member_id, check_vault
+from center.principals import OPERATOR_ID, check_member_id, check_vault
 from center.routes.deps import (
     NO_STORE,
     PATHS_HELP,
@@ -111,7 +111,7 @@ async def issue_grant(
     vault = check_vault(body.vault)
     paths = rules.parse(path_rules(body.paths), [vault])
     grantee = body.grantee
-    if grantee is not None and grantee != "center-admin":
+    if grantee is not None and grantee != OPERATOR_ID:
         grantee = check_member_id(grantee)
     ask = grants.GrantAsk(
         vault=vault,
@@ -121,7 +121,7 @@ async def issue_grant(
         parent=body.parent,
         reason=body.reason,
         resources=tuple(body.resource),
-        vouched=center.settings.oauth_resources,
+        vouched=center.settings.vouched_resources,
         paths=paths,
     )
     async with center.store.change() as work:

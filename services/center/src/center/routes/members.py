@@ -12,6 +12,7 @@ from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from center import members
+from center.principals import OPERATOR_ID
 from center.routes.deps import (
     NO_STORE,
     PATHS_HELP,
@@ -33,7 +34,7 @@ class MemberIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str = Field(max_length=64, description="1-64 of A-Z a-z 0-9 - _; not center-admin")
+    id: str = Field(max_length=64, description=f"1-64 of A-Z a-z 0-9 - _; not {OPERATOR_ID}")
     vaults: Vaults = Field(min_length=1, max_length=1000, description='Vault names, or ["*"]')
     role: str | None = Field(None, description="reader, editor, admin or owner")
     scope: str | None = Field(None, description="read (default), write, read_write, …")

@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from center import nodes
+from center import directory, nodes
 from center.routes.deps import NO_STORE, Caller, CenterDep, NodeCaller, Operator, Out
 
 router = APIRouter(tags=["nodes"])
@@ -80,11 +80,19 @@ class NodeList(Out):
     nodes: list[NodeOut]
 
 
+class Holders(Out):
+    vault: str = Field(description="The vault's name")
+    nodes: list[str] = Field(description="MCP URLs of the nodes holding it, primary first")
+    epoch: int | None = Field(description="The primary's lease epoch; null without a lease")
+
+
 class Heartbeat(Out):
     node: str
     placements: list[str] = Field(description="Vaults placed on it that it does not report")
     revocation_seq: int = Field(description="The feed's seq now")
     checkpoint_ok: bool | None = Field(description="Whether the center's chain holds it")
+    mcp_url: str | None = Field(description="The deployment's one MCP address, if set")
+    directory: list[Holders] = Field(description="Where every vault lives")
 
 
 class Vault(Out):
@@ -93,6 +101,8 @@ class Vault(Out):
     mcp_url: str | None = Field(description="Null where no node holds it")
     reported: bool = Field(description="Whether that node reported it (not only placed)")
     last_seen: int | None = Field(description="That node's last heartbeat")
+    replicas: list[str] = Field(description="The MCP URLs of its replicas")
+    epoch: int | None = Field(description="Its primary's epoch (null: no lease yet)")
 
 
 class VaultList(Out):
@@ -134,7 +144,7 @@ async def remove_node(node_id: str, center: CenterDep, _: Operator) -> dict[str,
 
 @router.post(
     "/v1/nodes/heartbeat",
-    summary="A node reports; answers its placements and the feed's seq",
+    summary="A node reports; answers its placements, the feed's seq and where vaults live",
     response_model=Heartbeat,
 )
 async def heartbeat(body: HeartbeatIn, center: CenterDep, node_id: NodeCaller) -> dict[str, Any]:
@@ -144,7 +154,10 @@ async def heartbeat(body: HeartbeatIn, center: CenterDep, node_id: NodeCaller) -
         revocation_seq=body.revocation_seq,
         checkpoint=(checkpoint.seq, checkpoint.hash) if checkpoint else None,
     )
-    return await nodes.heartbeat(center.store, center.keyring, node_id, beat)
+    answer = await nodes.heartbeat(center.store, center.keyring, node_id, beat)
+    async with center.store.read() as session:
+        found = await directory.entries(session)
+    return {**answer, "mcp_url": center.settings.mcp_url, "directory": found}
 
 
 @router.get(

@@ -1,4 +1,4 @@
-"""The OAuth 2.1 endpoints (DESIGN §5.7): metadata, registration, `/authorize`, `/token`.
+"""The OAuth 2.1 endpoints (docs/design.md#oauth): metadata, registration, `/authorize`, `/token`.
 
 Errors here speak OAuth, not the center's `{"error": {...}}`: RFC 6749 and RFC 7591
 JSON on the machine endpoints, HTML pages on the browser's. The machine endpoints
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from typing import Annotated, Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
@@ -23,6 +23,7 @@ from center.oauth import token as grants
 from center.oauth.approval import Pending, client_host
 from center.oauth.authorize import AuthorizeRequest, PageError, RedirectError
 from center.oauth.errors import NO_STORE, OAuthError, invalid_client
+from center.oauth.limits import source
 from center.oauth.metadata import CACHE, WELL_KNOWN
 from center.oauth.refresh import ANONYMOUS
 from center.oauth.server import OAuthServer
@@ -167,7 +168,7 @@ def _client_metadata(raw: bytes) -> clients.ClientMetadata:
     responses=_oauth_errors(400, 429),
 )
 async def register(request: Request, oauth: OAuth, center: CenterDep) -> JSONResponse:
-    retry = oauth.register_limit.take(_ip(request))
+    retry = await oauth.register_limit.take(center.store, source(_ip(request)))
     if retry is not None:
         body = {"error": "rate_limited", "error_description": "too many registrations; wait"}
         return JSONResponse(body, status_code=429, headers={**CORS, "Retry-After": str(retry)})
@@ -219,6 +220,13 @@ def _form(
     )
 
 
+def _page(exc: PageError) -> Response:
+    page = pages.message_page(exc.status, exc.title, exc.message)
+    if exc.retry_after is not None:
+        page.headers["Retry-After"] = str(exc.retry_after)
+    return page
+
+
 def _unavailable(exc: CenterError) -> Response:
     get_logger().warning("authorize_unavailable", code=exc.code)
     return pages.message_page(
@@ -226,8 +234,11 @@ def _unavailable(exc: CenterError) -> Response:
     )
 
 
-async def _fetch_document(oauth: OAuthServer, center: Center, params: authorize.Params) -> None:
-    """Fetch the metadata document a URL client_id names, unless the one kept is fresh."""
+async def _fetch_document(
+    oauth: OAuthServer, center: Center, params: authorize.Params, ip: str
+) -> None:
+    """Fetch the metadata document a URL client_id names, unless the one kept is fresh:
+    within the fetches allowed per source address and, for a URL not known yet, per host."""
     named = params.get("client_id", ())
     if len(named) != 1 or not documents.is_url(named[0]):
         return
@@ -237,6 +248,8 @@ async def _fetch_document(oauth: OAuthServer, center: Center, params: authorize.
     if row is not None and row.expires is not None and row.expires > center.store.now():
         return
     try:
+        documents.check_url(url)
+        await _spend_fetch(oauth, center, ip, None if row is not None else urlsplit(url).hostname)
         found = await oauth.documents.fetch(url)
     except documents.DocumentError as exc:
         get_logger().info("client_document_refused", reason=exc.reason)
@@ -251,6 +264,25 @@ async def _fetch_document(oauth: OAuthServer, center: Center, params: authorize.
         )
 
 
+async def _spend_fetch(oauth: OAuthServer, center: Center, ip: str, new_host: str | None) -> None:
+    """Spend one fetch of the source address's (and of the host's, for a new client), or
+    PageError 429 saying how long to wait."""
+    retry = await oauth.document_limit.take(center.store, source(ip))
+    if retry is None and new_host is not None:
+        retry = await oauth.document_host_limit.take(center.store, new_host.lower())
+    if retry is not None:
+        get_logger().warning("client_document_refused", reason="rate_limited", ip=ip)
+        raise PageError(
+            429,
+            "Too many applications looked up",
+            "This center has fetched too many application descriptions for this address or "
+            f"this application's host just now. Wait {retry} seconds, then start the "
+            "connection again from the application. Applications you signed in with before "
+            "are not affected.",
+            retry_after=retry,
+        )
+
+
 @router.get(
     "/authorize",
     summary="The sign-in page of the authorization code flow",
@@ -260,12 +292,12 @@ async def _fetch_document(oauth: OAuthServer, center: Center, params: authorize.
 async def authorize_page(request: Request, oauth: OAuth, center: CenterDep) -> Response:
     try:
         params = _params(request)
-        await _fetch_document(oauth, center, params)
+        await _fetch_document(oauth, center, params, _ip(request))
         async with center.store.read() as session:
-            client, ask = await authorize.check(session, center.settings.oauth_resources, params)
+            client, ask = await authorize.check(session, center.settings.vouched_resources, params)
         await oauth.login.warm()
     except PageError as exc:
-        return pages.message_page(exc.status, exc.title, exc.message)
+        return _page(exc)
     except RedirectError as exc:
         return _refuse(exc, center.settings.issuer)
     except CenterError as exc:
@@ -321,16 +353,16 @@ def _stale() -> Response:
 async def authorize_login(request: Request, oauth: OAuth, center: CenterDep) -> Response:
     try:
         params = _params(request)
-        await _fetch_document(oauth, center, params)
+        await _fetch_document(oauth, center, params, _ip(request))
         async with center.store.read() as session:
-            client, ask = await authorize.check(session, center.settings.oauth_resources, params)
+            client, ask = await authorize.check(session, center.settings.vouched_resources, params)
         pending = Pending(oauth, center, client, ask)
         fields = await _posted(request) or {}
         if "consent" in fields:
             return await approval.decide(pending, fields)
         return await _login(request, pending, _login_fields(fields))
     except PageError as exc:
-        return pages.message_page(exc.status, exc.title, exc.message)
+        return _page(exc)
     except RedirectError as exc:
         return _refuse(exc, center.settings.issuer)
     except CenterError as exc:
@@ -338,7 +370,8 @@ async def authorize_login(request: Request, oauth: OAuth, center: CenterDep) -> 
 
 
 async def _login(request: Request, pending: Pending, fields: dict[str, str] | None) -> Response:
-    """Spec §5.5, in its order: request, form token (once), rate limit, password; then
+    """In the order of docs/design.md#authorize: request, form token (once), rate limit, password;
+    then
     consent (remembered, or its page)."""
     oauth, center, client, ask = pending
     spent = oauth.forms.check(fields["csrf"], ask, center.store.now()) if fields else None
@@ -350,10 +383,10 @@ async def _login(request: Request, pending: Pending, fields: dict[str, str] | No
         return _stale()
     log, ip = get_logger(), _ip(request)
     accounts = get_accounts(request, center)
-    retry, reason = oauth.login_limit.take(ip), "rate_limited"
+    retry, reason = await oauth.login_limit.take(center.store, ip), "rate_limited"
     if retry is None:
         try:
-            accounts.sign_in_allowed(fields["username"])
+            await accounts.sign_in_allowed(fields["username"])
         except RateLimitedError as exc:
             retry, reason = exc.retry_after, "rate_limited_identity"
     if retry is not None:
@@ -369,7 +402,7 @@ async def _login(request: Request, pending: Pending, fields: dict[str, str] | No
         )
     signed = await oauth.login.check(center.store, fields["username"], fields["password"])
     if signed is None:
-        accounts.sign_in_failed(fields["username"])
+        await accounts.sign_in_failed(fields["username"])
         log.warning("login_failed", reason="bad_credentials", client=client.id, ip=ip)
         async with center.store.change() as work:
             work.record(
@@ -379,7 +412,7 @@ async def _login(request: Request, pending: Pending, fields: dict[str, str] | No
                 reason="invalid username or password",
             )
         return _form(oauth, client, ask, error=FAILED, status=401, username=fields["username"])
-    oauth.login_limit.give_back(ip)
+    await oauth.login_limit.give_back(center.store, ip)
     return await approval.signed_in(pending, signed)
 
 

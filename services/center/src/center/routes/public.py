@@ -1,4 +1,5 @@
-"""The routes anyone may call: health, the public keys, and the revocation feed.
+"""The routes anyone may call: `/` (to the console), health, the public keys, and the
+revocation feed.
 
 None of them needs a credential and none returns anything secret or user-identifying
 beyond what a node needs to verify tokens offline.
@@ -9,9 +10,11 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fastapi import APIRouter, Response
+from fastapi.responses import JSONResponse, RedirectResponse
 from pydantic import Field
 
-from center import __version__, revocations
+from center import revocations
+from center.release import VERSION
 from center.routes.deps import CenterDep, Out
 from tickets.keys import b64url_encode
 
@@ -28,6 +31,13 @@ class Health(Out):
     uptime: int = Field(description="Seconds since the start")
     audit_seq: int = Field(description="The audit log's last seq (0: empty)")
     kid: str = Field(description="The active signing key")
+
+
+class Ready(Out):
+    status: Literal["ready", "not_ready"]
+    reason: str | None = Field(
+        None, description="Why not: `database: …`, `restart_required: …` or `draining: …`"
+    )
 
 
 class Jwk(Out):
@@ -60,6 +70,18 @@ class Snapshot(Out):
     snapshot: str = Field(description="JWS of type secondbrain-revocation+jwt")
 
 
+@router.get("/", include_in_schema=False)
+async def root() -> RedirectResponse:
+    """A person opening the center's address lands in the console (its sign-in page)."""
+    return RedirectResponse("/console", status_code=303)
+
+
+@router.get("/favicon.ico", include_in_schema=False)
+async def favicon() -> RedirectResponse:
+    """What a browser asks for on any page that names no icon (the sign-in pages)."""
+    return RedirectResponse("/console/static/favicon.svg", status_code=308)
+
+
 @router.get("/healthz", tags=["operations"], summary="Liveness and lock state; no authentication")
 async def healthz(center: CenterDep) -> Health:
     """`status` is `ok`, or `restart_required` once a persistence failure locked changes."""
@@ -67,12 +89,31 @@ async def healthz(center: CenterDep) -> Health:
     head = await center.store.audit_head()
     return Health(
         status="restart_required" if center.store.locked else "ok",
-        version=__version__,
+        version=VERSION,
         database=center.settings.backend,
         started=int(center.started),
         uptime=int(now - center.started),
         audit_seq=head[0] if head else 0,
         kid=center.keyring.kid,
+    )
+
+
+@router.get(
+    "/readyz",
+    tags=["operations"],
+    summary="Whether this process can serve now; no authentication",
+    response_model=Ready,
+    responses={503: {"model": Ready, "description": "Not ready: send requests elsewhere"}},
+)
+async def readyz(center: CenterDep) -> JSONResponse:
+    """200 `ready`, or 503 `not_ready` while the database does not answer, changes are
+    locked or the process is draining before it stops: the health check for a proxy in
+    front of several centers. It comes back by itself with the database."""
+    reason = "draining: stopping" if center.draining else await center.store.ready()
+    body = Ready(status="ready" if reason is None else "not_ready", reason=reason)
+    headers = {"Cache-Control": "no-store"}
+    return JSONResponse(
+        body.model_dump(), status_code=200 if reason is None else 503, headers=headers
     )
 
 

@@ -9,15 +9,11 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from tickets import Ticket, ToolKind
-from vault_core import Actor, Library, OpenVault, Vault
-from vault_node.config import NodeConfig
-
-if TYPE_CHECKING:
-    from vault_node.metrics import Metrics
+from tickets import ToolKind
+from vault_node.context import Call
 
 Kind = Literal["string", "integer", "boolean", "list", "object", "enum"]
 _JSON_TYPE = {
@@ -225,49 +221,6 @@ CHANGE = Hints(read_only=False, destructive=True, idempotent=False)
 ADD = Hints(read_only=False, destructive=False, idempotent=False)
 SET = Hints(read_only=False, destructive=True, idempotent=True)
 TOGGLE = Hints(read_only=False, destructive=False, idempotent=True)
-
-
-@dataclass(frozen=True)
-class Context:
-    """Who is calling and what the node holds: the same for every call of one request."""
-
-    library: Library
-    config: NodeConfig
-    ticket: Ticket
-    metrics: Metrics | None = None
-
-    @property
-    def actor(self) -> Actor:
-        return Actor(self.ticket.principal, self.ticket.grant_id)
-
-    @property
-    def sees_content(self) -> bool:
-        return "read" in self.ticket.permissions
-
-
-@dataclass
-class Call:
-    """One tool call as a handler sees it: checked arguments and the resolved vault."""
-
-    args: dict[str, Any]
-    context: Context
-    opened: OpenVault | None = None
-    touched: dict[str, Any] = field(default_factory=dict)  # extra audit fields (never content)
-    content: list[dict[str, Any]] = field(default_factory=list)
-    """Content blocks sent after the result's text block (an image a tool shows)."""
-
-    @property
-    def vault(self) -> Vault:
-        assert self.opened is not None
-        return self.opened.vault
-
-    @property
-    def actor(self) -> Actor:
-        return self.context.actor
-
-    def require(self, kind: ToolKind, *, displaces: bool = False) -> None:
-        """Raise unless the token allows this (e.g. `delete` for an overwrite that displaces)."""
-        self.context.ticket.require(kind, displaces=displaces)
 
 
 Handler = Callable[[Call], dict[str, Any]]

@@ -1,4 +1,4 @@
-"""Tools that capture quickly (spec §13.4): the daily note, the inbox, notes from templates.
+"""Tools that capture quickly (docs/design.md#tools): the daily note, the inbox, templates.
 (Reading a range of daily notes back, daily_range, is a read: `vault_node.tools.read`.)
 
 Captures never lose anything: the inbox picks a free name instead of failing, and a
@@ -10,22 +10,26 @@ from __future__ import annotations
 from typing import Any
 
 from vault_core import (
+    HeadingNotFoundError,
     NoteExistsError,
+    PathNotFoundError,
+    Rfc3339,
     TemplateNotFoundError,
     Vault,
+    WriteOp,
+    clean_tags,
     edit,
     frontmatter,
+    new_note,
     note,
+    rfc3339,
     sections,
+    tag_values,
     templates,
 )
-from vault_core.edit import WriteOp
-from vault_core.errors import HeadingNotFoundError
-from vault_core.frontmatter import Rfc3339, tag_values
-from vault_core.templates import clean_tags, new_note
-from vault_core.vault import rfc3339
+from vault_node.context import Call
 from vault_node.errors import ArgumentError
-from vault_node.tools.base import ADD, Call, flag, strings, text, tool
+from vault_node.tools.base import ADD, flag, strings, text, tool
 from vault_node.tools.common import DRY, read_if_exists, today
 from vault_node.tools.shape import BOOL, STR, STRS, result_schema, write_schema
 
@@ -82,23 +86,30 @@ def note_from_template(call: Call) -> dict[str, Any]:
 
 
 def _templates(vault: Vault) -> dict[str, Any]:
-    if not (vault.root / templates.TEMPLATE_DIR).is_dir():
-        return {
-            "vault": vault.name,
-            "templates": [],
-            "message": "this vault has no templates/ folder; create notes with note_create",
-        }
     names = sorted(note.stem(e.rel) for e in vault.notes(templates.TEMPLATE_DIR))
-    return {"vault": vault.name, "templates": names}
+    if names or _sees_folder(vault, templates.TEMPLATE_DIR):
+        return {"vault": vault.name, "templates": names}
+    # A templates/ folder the caller's path rules hide answers as one that is not there.
+    return {
+        "vault": vault.name,
+        "templates": [],
+        "message": "this vault has no templates/ folder; create notes with note_create",
+    }
+
+
+def _sees_folder(vault: Vault, rel: str) -> bool:
+    try:
+        return vault.resolve(rel).abs.is_dir()
+    except PathNotFoundError:
+        return False
 
 
 @tool(
     title="Daily note",
     description=(
-        "Today's (or a given day's) journal note at journal/YYYY/YYYY-MM-DD.md. Without "
-        "`append` it returns the note (creating it if missing); with `append` it adds the "
-        "text under a heading (default: the current time HH:MM). The place for a log of "
-        "what happened; for loose ideas use inbox_capture."
+        "Today's (or a given day's) journal note, journal/YYYY/YYYY-MM-DD.md: returned "
+        "(created if missing), or with `append` the text added under a heading. For a log "
+        "of what happened; for loose ideas use inbox_capture."
     ),
     kind="add",
     hints=ADD,
@@ -167,8 +178,7 @@ def _append_under(body: str, heading: str, addition: str, rel: str) -> str:
     title="Capture to inbox",
     description=(
         "Save a thought, link or snippet immediately as a new note in inbox/, to be sorted "
-        "later. Never fails on a name clash and has no dry run: it exists so that nothing "
-        "gets lost."
+        "later. Never fails on a name clash and has no dry run, so nothing gets lost."
     ),
     kind="add",
     hints=ADD,

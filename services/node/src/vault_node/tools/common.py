@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 from typing import Any
-from urllib.parse import quote
 
 from vault_core import (
     ATTACHMENT_TYPES,
@@ -19,17 +18,9 @@ from vault_node.tools.shape import ANY_OBJ, BOOL, INT, STR, STRS, arr, obj
 
 __all__ = ["modified"]
 
-NOTE_PATH = "Note path in the vault, e.g. wiki/rate-limiting.md (.md optional)."
-HASH = "content_hash from note_read; refused if the note changed since."
-DRY = "Show the change as a diff without writing."
-
-SCHEME = "secondbrain"
-"""Notes and attachments as MCP resources are `secondbrain://VAULT/PATH` (vault_node.resources)."""
-
-
-def uri_of(vault: str, rel: str) -> str:
-    return f"{SCHEME}://{quote(vault, safe='')}/{quote(rel, safe='/')}"
-
+NOTE_PATH = "Note path, e.g. wiki/x.md (.md optional)."
+HASH = "From note_read; refused if the note changed since."
+DRY = "Show the diff, write nothing."
 
 HEADING = obj({"level": INT, "text": STR, "line": INT})
 LINK = obj({"target": STR, "anchor": STR, "alias": STR, "embed": BOOL, "line": INT})
@@ -69,7 +60,7 @@ def tasks(note: Note) -> list[dict[str, Any]]:
 
 
 def section_text(note: Note, heading: str) -> str:
-    """The text of one section, its heading line included (spec §13.2)."""
+    """The text of one section, its heading line included (`note_read` with `section`)."""
     found = sections.find_section(note.body, heading, note.path)
     lines = note.body.split("\n")
     return "\n".join(lines[found.start : found.end]) + "\n"

@@ -1,4 +1,4 @@
-"""Tools that look across a vault and change nothing (spec §13.1, §13.6): the vaults, their
+"""Tools that look across a vault and change nothing (docs/design.md#tools): the vaults, their
 counts and review, listing and searching notes, grep, tags, tasks, attachments.
 
 Most answer from the index; `note_list` and `vault_grep` walk the disk. Reading one note or
@@ -7,21 +7,15 @@ file is `tools/read`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from vault_core import (
-    NOTE_LIMIT,
-    VaultError,
-    deadline,
-    hybrid,
-    layouts,
-    queries,
-    scope,
-    search,
-)
+from vault_core import NOTE_LIMIT, VaultError, deadline, layouts, scope, search
+from vault_core.search import answers, hybrid, passages
 from vault_node import grammar
+from vault_node.context import Call
 from vault_node.errors import ArgumentError
-from vault_node.tools.base import READS, Call, choice, flag, integer, strings, text, tool
+from vault_node.tools.base import READS, choice, flag, integer, strings, text, tool
 from vault_node.tools.common import (
     check_prefix,
     modified,
@@ -39,6 +33,7 @@ VAULT_ROW = obj(
         "versioned": BOOL,
         "has_instructions": BOOL,
         "opening": BOOL,
+        "remote": BOOL,
     },
 )
 STATS = obj(
@@ -78,21 +73,32 @@ HIT = obj(
 
 EMBEDDING = obj({"model": STR, "embedded": INT, "total": INT, "done": BOOL})
 
+PASSAGE = obj(
+    {
+        "path": STR,
+        "title": STR,
+        "section": STR,
+        "text": STR,
+        "tokens": INT,
+        "why": STR,
+        "cut": STR,
+    }
+)
+
 ENTRY = obj({"path": STR, "bytes": INT, "modified": STR})
 
 
 REVIEWED = obj({"path": STR, "title": STR, "reason": STR, "detail": STR})
-LIMIT_OFFSET = "Skip this many results first, to page through long lists (default 0)."
+LIMIT_OFFSET = "Skip this many results first, to page (default 0)."
 
 
 @tool(
     title="List vaults",
     description=(
-        "List the vaults you can use, with note counts, size, last change, whether each is "
-        "versioned and has instructions, and which is the default. Call it first when you do "
-        "not know which vault holds what; every other tool takes the name as `vault`. A "
-        "vault still being opened (its first index) is listed with opening: true and no "
-        "counts; calls to it ask you to retry until it is ready."
+        "List the vaults you can use: note counts, size, last change, versioning, "
+        "instructions, the default. Call it first when you do not know which vault holds "
+        "what; other tools take the name as `vault`. A vault still opening shows "
+        "opening: true; calls to it say to retry; remote: true, on another node."
     ),
     kind="read",
     hints=READS,
@@ -113,7 +119,7 @@ def vault_list(call: Call) -> dict[str, Any]:
             )
             continue
         with scope.applied(ctx.ticket.reach(name)):  # counts of what the caller may see
-            stats = queries.stats(opened.index)
+            stats = answers.stats(opened.index)
         rows.append(
             {
                 "name": name,
@@ -127,17 +133,21 @@ def vault_list(call: Call) -> dict[str, Any]:
                 "has_instructions": bool(layouts.read_instructions(opened.vault.root).strip()),
             }
         )
-    return {"vaults": rows, "default_vault": ctx.config.default_vault}
+    default = ctx.config.default_vault
+    rows += [  # a call naming one is forwarded there (docs/design.md#one-address)
+        {"name": name, "is_default": name == default, "remote": True}
+        for name in ctx.vaults_elsewhere()
+    ]
+    rows.sort(key=lambda row: str(row["name"]))
+    return {"vaults": rows, "default_vault": default}
 
 
 @tool(
     title="Vault statistics",
     description=(
         "Counts for one vault: notes, attachments, words, tags, links, broken links, orphans, "
-        "open tasks, last change and the ten most used tags, plus the files the node skips "
-        "(name not UTF-8, unreadable, looping or escaping links) with a reason code. Cheap; "
-        "use it to get a sense of a vault before searching. For a to-do list of problems use "
-        "vault_review."
+        "open tasks, last change, top tags, and the files the node skips with a reason code. "
+        "Cheap. For a to-do list of problems use vault_review."
     ),
     kind="read",
     hints=READS,
@@ -149,8 +159,8 @@ def vault_list(call: Call) -> dict[str, Any]:
 def vault_stats(call: Call) -> dict[str, Any]:
     assert call.opened is not None
     index = call.opened.index
-    skipped = queries.skipped(index, SKIPPED_SHOWN)
-    found = {"vault": call.vault.name, "stats": queries.stats(index), "skipped": skipped}
+    skipped = answers.skipped(index, SKIPPED_SHOWN)
+    found = {"vault": call.vault.name, "stats": answers.stats(index), "skipped": skipped}
     if call.opened.vectors is not None and scope.current() is None:
         # Progress counts every note of the vault: not shown to a caller with path rules.
         found["embedding"] = call.opened.vectors.progress().as_dict()
@@ -169,11 +179,10 @@ def vault_stats(call: Call) -> dict[str, Any]:
     params={
         "prefix": text("Folder to list, e.g. wiki or projects/alpha; omit for the whole vault."),
         "glob": text(
-            "Path pattern matched against the whole vault-relative path; * and ? stay "
-            "within one folder, e.g. wiki/*.md or journal/2026/*.md."
+            "Path pattern; * and ? stay within one folder, e.g. wiki/*.md or journal/2026/*.md."
         ),
         "sort": choice(
-            "Order: modified (newest first, default), path (A-Z) or size (largest first).",
+            "Order: modified (newest first, default), path or size (largest first).",
             ("modified", "path", "size"),
             "modified",
         ),
@@ -210,46 +219,53 @@ def note_list(call: Call) -> dict[str, Any]:
 @tool(
     title="Search notes",
     description=(
-        "Search titles and bodies: ask in plain words, as a question if you like (ranked: "
-        "notes holding more of your words, and rarer ones, first; word forms and CJK text "
-        "match), with optional filters for tags, folder, path pattern and modification "
-        "time. This is the first tool for finding anything; search before you create a "
-        "note. Without a query it lists the newest notes matching the filters. For exact "
-        "strings or regular expressions use vault_grep."
+        "Search titles and bodies in plain words or a question, any language (ranked; word "
+        "forms and CJK match), filtered by tags, folder, path pattern or time. The first "
+        "tool for finding anything; search before you create a note. Without a query: the "
+        "newest notes matching the filters. For exact strings or regexes use vault_grep."
     ),
     kind="read",
     hints=READS,
     params={
         "query": text(
-            'What to find, e.g. how do I rotate the API key? ("quoted words" stay '
-            "together, word* is a prefix); empty to filter only."
+            'What to find, e.g. how do I rotate the API key? ("quoted words" together, '
+            "word* a prefix); empty to filter only."
         ),
         "mode": choice(
-            "hybrid (default once the vault's vectors are made): by words and by "
-            "meaning; keyword: by words only; semantic: by meaning only.",
+            "hybrid (default once vectors are made): words and meaning; keyword: words "
+            "only; semantic: meaning only.",
             hybrid.MODES,
         ),
         "syntax": choice(
             "natural (default): any words, never a syntax error; fts: SQLite FTS5 "
-            "syntax (AND, OR, NOT, NEAR, column:, all words must occur; keyword mode).",
+            "syntax (AND, OR, NOT, NEAR, column:; all words must occur).",
             search.SYNTAXES,
             "natural",
         ),
         "tags": strings(
-            "Only notes carrying all these tags (a tag also matches its "
-            'subtags), e.g. ["project", "ops"] or "project,ops".'
+            'Only notes with all these tags (or subtags), e.g. ["project", "ops"] or "project,ops".'
         ),
         "prefix": text("Only notes under this folder, e.g. wiki."),
         "glob": text("Only paths matching this pattern, e.g. wiki/*.md."),
-        "modified_after": text("Only notes changed since then: " + grammar.TIME_FORMS + "."),
+        "modified_after": text(
+            "Only notes changed since (frontmatter updated, else the file): "
+            + grammar.TIME_FORMS
+            + "."
+        ),
         "limit": integer(
             "How many hits (default 25; values <= 0 or > 200 mean 25).", 25, reset=(1, 200)
         ),
         "offset": integer(LIMIT_OFFSET, 0, clamp=(0, 10**9)),
+        "max_tokens": integer(
+            "Also return the best passages (note, section, why), about this many tokens in all"
+            " (default 0: none).",
+            0,
+            clamp=(0, 100_000),
+        ),
     },
     output=result_schema(
         {"vault": STR, "mode": STR, "total": INT, "returned": INT, "hits": arr(HIT)},
-        {"hint": STR, "embedding": EMBEDDING},
+        {"hint": STR, "embedding": EMBEDDING, "passages": arr(PASSAGE)},
     ),
 )
 def note_search(call: Call) -> dict[str, Any]:
@@ -289,6 +305,9 @@ def note_search(call: Call) -> dict[str, Any]:
     }
     if answer.embedding is not None:
         result["embedding"] = answer.embedding
+    if args["max_tokens"] and args["query"]:
+        chosen = passages.best(found.hits, args["query"], args["max_tokens"], _body(call))
+        result["passages"] = [vars(passage) for passage in chosen]
     if found.total == 0:
         result["hint"] = (
             "nothing found; try fewer or other words, drop a filter, or use vault_grep for "
@@ -297,18 +316,28 @@ def note_search(call: Call) -> dict[str, Any]:
     return result
 
 
+def _body(call: Call) -> Callable[[str], str | None]:
+    def body(path: str) -> str | None:
+        try:
+            return call.vault.read_note(path).body
+        except VaultError:  # gone, or changed into what is no note, since it was indexed
+            return None
+
+    return body
+
+
 @tool(
     title="Grep notes",
     description=(
-        "Scan every note line by line for a regular expression and return matching lines with "
-        "context. Use it for exact strings, code, URLs or patterns that full-text search "
-        "cannot express; for topics and words prefer note_search, which is ranked and faster."
+        "Scan every note for a regular expression; matching lines with context. For exact "
+        "strings, code, URLs or patterns; for topics and words prefer note_search (ranked, "
+        "faster)."
     ),
     kind="read",
     hints=READS,
     params={
         "pattern": text(
-            "Regular expression in RE2 (Go) syntax, without backreferences or lookaround, "
+            "RE2 (Go) regular expression, no backreferences or lookaround, "
             "e.g. TODO|FIXME or \\bv[0-9]+\\.[0-9]+\\b.",
             required=True,
             trim=False,
@@ -322,7 +351,7 @@ def note_search(call: Call) -> dict[str, Any]:
             "Stop after this many matches (default 50, clamped to 1-300).", 50, clamp=(1, 300)
         ),
         "include_content": flag(
-            "Accepted for compatibility; has no effect (the matching line is always returned).",
+            "Ignored (compatibility): the line is always returned.",
             False,
         ),
     },
@@ -394,7 +423,7 @@ def _grep_result(
 )
 def tag_list(call: Call) -> dict[str, Any]:
     assert call.opened is not None
-    found = queries.tag_list(call.opened.index, call.args["prefix"] or "", call.args["limit"])
+    found = answers.tag_list(call.opened.index, call.args["prefix"] or "", call.args["limit"])
     return {"vault": call.vault.name, "tags": found, "count": len(found)}
 
 
@@ -427,7 +456,7 @@ def tag_list(call: Call) -> dict[str, Any]:
 def task_list(call: Call) -> dict[str, Any]:
     assert call.opened is not None
     args = call.args
-    found = queries.tasks(
+    found = answers.tasks(
         call.opened.index,
         include_done=args["include_done"],
         prefix=check_prefix(call.vault, args["prefix"]),
@@ -465,16 +494,15 @@ def task_list(call: Call) -> dict[str, Any]:
 def attachment_list(call: Call) -> dict[str, Any]:
     assert call.opened is not None
     prefix = check_prefix(call.vault, call.args["prefix"])
-    found = queries.attachments(call.opened.index, prefix, call.args["limit"])
+    found = answers.attachments(call.opened.index, prefix, call.args["limit"])
     return {"vault": call.vault.name, "attachments": found, "count": len(found)}
 
 
 @tool(
     title="Review a vault",
     description=(
-        "A maintenance to-do list: stubs, orphans (no links in or out), broken links, stale "
-        "notes, open tasks and files the node skips (reason code, detail says the fix). Use it "
-        "to decide what to merge, link, update or finish."
+        "A maintenance to-do list: stubs, orphans, broken links, stale notes, open tasks and "
+        "skipped files (reason code, the fix in detail): what to merge, link, update or finish."
     ),
     kind="read",
     hints=READS,
@@ -484,7 +512,7 @@ def attachment_list(call: Call) -> dict[str, Any]:
             default="365d",
         ),
         "limit": integer("Items per category (1-100).", 15, clamp=(1, 100)),
-        "only": choice("Just one category.", queries.REVIEW_CATEGORIES),
+        "only": choice("Just one category.", answers.REVIEW_CATEGORIES),
     },
     output=result_schema(
         {
@@ -504,7 +532,7 @@ def vault_review(call: Call) -> dict[str, Any]:
         )
     cutoff = call.vault.now() - grammar.parse_span(args["stale_after"])
     call.opened.fresh()
-    items = queries.review(
+    items = answers.review(
         call.opened.index,
         stale_before_ns=int(cutoff.timestamp() * 1e9),
         limit=args["limit"],
@@ -512,7 +540,7 @@ def vault_review(call: Call) -> dict[str, Any]:
     )
     return {
         "vault": call.vault.name,
-        "stats": queries.stats(call.opened.index),
+        "stats": answers.stats(call.opened.index),
         "items": items,
         "count": sum(len(found) for found in items.values()),
     }

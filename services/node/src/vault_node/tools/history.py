@@ -1,4 +1,4 @@
-"""Tools over a vault's git history (spec §13.8): list revisions, compare them, restore one.
+"""Tools over a vault's git history (docs/design.md#tools): list revisions, compare, restore one.
 
 All three need the vault's repository; without it they answer `versioning_off`.
 """
@@ -7,11 +7,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from vault_core import NotAFileError, NoteNotFoundError, edit, scope, text
-from vault_core.edit import WriteOp
-from vault_core.errors import NOTE_LIMIT
-from vault_core.vault import read_limited
-from vault_node.tools.base import READS, Call, Hints, flag, integer, tool
+from vault_core import (
+    NOTE_LIMIT,
+    NotAFileError,
+    NoteNotFoundError,
+    WriteOp,
+    edit,
+    read_limited,
+    scope,
+    text,
+)
+from vault_node.context import Call
+from vault_node.tools.base import READS, Hints, flag, integer, tool
 from vault_node.tools.base import text as text_param
 from vault_node.tools.common import NOTE_PATH, any_path
 from vault_node.tools.shape import STR, arr, obj, result_schema, write_schema
@@ -22,9 +29,8 @@ REVISION = obj({"commit": STR, "when": STR, "author": STR, "message": STR, "path
 @tool(
     title="History of a note",
     description=(
-        "The commits that changed a note, newest first, following moves back: short id, "
-        "time, author (who made the change), message (tool and path) and the note's path in "
-        "that commit. Use the ids with note_diff and note_restore."
+        "The commits that changed a note, newest first, following moves: short id, time, "
+        "author, message and the note's path then. Use the ids with note_diff and note_restore."
     ),
     kind="read",
     hints=READS,
@@ -55,9 +61,8 @@ def _seen(revision: dict[str, Any]) -> dict[str, Any]:
 @tool(
     title="Compare revisions",
     description=(
-        "A unified diff of a note between two revisions, or between a revision and the file "
-        "as it is now. Without arguments it shows the last change: the previous revision "
-        "against the working copy."
+        "A unified diff of a note between two revisions, or a revision and the file now. "
+        "Without arguments: the last change (the previous revision against the file)."
     ),
     kind="read",
     hints=READS,
@@ -95,9 +100,8 @@ def note_diff(call: Call) -> dict[str, Any]:
 @tool(
     title="Restore a revision",
     description=(
-        "Put a note back to how it was in an earlier revision (also a deleted note). The "
-        "current text goes to the trash and stays in history, so a restore can itself be "
-        "undone. Try dry_run first to see the diff."
+        "Put a note (also a deleted one) back as it was in an earlier revision. The current "
+        "text is trashed and stays in history, so a restore can be undone. Try dry_run first."
     ),
     kind="write",
     hints=Hints(read_only=False, destructive=True, idempotent=True),

@@ -1,5 +1,5 @@
-"""Tools that change many notes at once, or the vault itself (spec §13.3 note_move, §13.5,
-§13.7, vault_create): moves, merges, splits, renames and replacements across notes.
+"""Tools that change many notes at once, or the vault itself (docs/design.md#tools): moves,
+merges, splits, renames and replacements across notes, and vault_create.
 
 Each change across notes plans everything before it writes, writes through the one write
 path without touching `updated`, and ends with a single summary commit.
@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from vault_core import VaultExistsError, layouts, merge, move, paths, relink, replace, retag, split
-from vault_core.outcome import Skip
+from vault_core import VaultExistsError, layouts, paths
+from vault_core.ops import Skip, merge, move, relink, replace, retag, split
 from vault_node import grammar
+from vault_node.context import Call
 from vault_node.errors import ArgumentError, ForbiddenError
-from vault_node.tools.base import ADD, CHANGE, Call, choice, flag, integer, text, tool
+from vault_node.tools.base import ADD, CHANGE, choice, flag, integer, text, tool
 from vault_node.tools.common import NOTE_PATH, check_prefix
 from vault_node.tools.shape import BOOL, INT, STR, STRS, arr, obj, result_schema, write_schema
 
@@ -95,9 +96,9 @@ def _reported(out: dict[str, Any], skipped: list[Skip], warnings: list[str]) -> 
 @tool(
     title="Merge two notes",
     description=(
-        "Merge one note (`from`) into another (`path`): its text is appended under a heading, "
-        "its title and file name become aliases of the target, it is deleted (to the trash) "
-        "and links to it are rewritten. Use it to clean up duplicates; try dry_run first."
+        "Merge note `from` into `path`: its text appended under a heading, its title and "
+        "name made aliases, it is trashed and links to it rewritten. For duplicates; try "
+        "dry_run first."
     ),
     kind="delete",
     hints=CHANGE,
@@ -141,9 +142,8 @@ def note_merge(call: Call) -> dict[str, Any]:
 @tool(
     title="Split a note",
     description=(
-        "Split a long note into one note per heading of a level: each section becomes its own "
-        "note (with the source's tags and a link back) and is replaced in the original by a "
-        "link to it. Use dry_run to see the notes it would create."
+        "Split a long note, one note per heading of a level: each section becomes a note (the "
+        "source's tags, a link back), replaced in the original by a link. Try dry_run first."
     ),
     kind="write",
     hints=CHANGE,
@@ -244,9 +244,9 @@ def tag_rename(call: Call) -> dict[str, Any]:
 @tool(
     title="Replace across notes",
     description=(
-        "Find and replace text in every note under a folder (frontmatter included), literally "
-        "or by regular expression. Writes nothing when more than `limit` notes would change. "
-        "A dry run unless you pass dry_run: false — review the diffs first."
+        "Find and replace text (or a regex) in every note under a folder, frontmatter "
+        "included. Writes nothing when over `limit` notes would change. A dry run unless "
+        "dry_run: false; review the diffs first."
     ),
     kind="write",
     hints=CHANGE,

@@ -1,4 +1,4 @@
-"""Tools that read one note or file and change nothing (spec §13.2): a note, its outline,
+"""Tools that read one note or file and change nothing (docs/design.md#tools): a note, its outline,
 its links in and out, the notes related to it, an attachment, the daily notes of a range.
 
 They read from disk (`note_read`, `attachment_read`, `daily_range`) or ask the index about
@@ -10,19 +10,19 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from vault_core import (
-    queries,
-    templates,
-)
+from vault_core import templates
+from vault_core.search import answers
 from vault_node import grammar
+from vault_node.context import Call
 from vault_node.errors import ArgumentError
 from vault_node.tools.attachments import IMAGE_BYTES, read_attachment
-from vault_node.tools.base import READS, Call, flag, integer, text, tool
+from vault_node.tools.base import READS, flag, integer, text, tool
 from vault_node.tools.common import (
     FRONTMATTER,
     HEADING,
     LINK,
     LINKED,
+    NOTE_PATH,
     TASK,
     any_path,
     headings,
@@ -35,7 +35,7 @@ from vault_node.tools.common import (
 )
 from vault_node.tools.shape import BOOL, INT, NUM, STR, STRS, arr, obj, result_schema
 
-PATH = "Vault-relative path of the note, e.g. wiki/rate-limiting.md (.md may be left out)."
+PATH = NOTE_PATH
 
 
 NOTE_HEAD = {
@@ -52,10 +52,9 @@ NOTE_HEAD = {
 @tool(
     title="Read a note",
     description=(
-        "Read a note's text (without frontmatter), its content_hash, frontmatter and "
-        "structure. Pass `heading` to read one section only. Keep the content_hash: every "
-        "change tool takes it to make sure you edit what you read. For a long note call "
-        "note_outline first and read only the section you need."
+        "Read a note's text (without frontmatter), content_hash, frontmatter and structure; "
+        "`heading` reads one section. Keep the content_hash: change tools take it so you "
+        "edit what you read. For a long note call note_outline first."
     ),
     kind="read",
     hints=READS,
@@ -117,7 +116,7 @@ def note_read(call: Call) -> dict[str, Any]:
 def note_outline(call: Call) -> dict[str, Any]:
     assert call.opened is not None
     note = call.vault.read_note(call.args["path"])
-    graph = queries.backlinks(call.opened.index, note.path)
+    graph = answers.backlinks(call.opened.index, note.path)
     return {
         "vault": call.vault.name,
         **note_head(note),
@@ -133,17 +132,13 @@ def note_outline(call: Call) -> dict[str, Any]:
 @tool(
     title="Links of a note",
     description=(
-        "Which notes link to this one and where it links to, including links that point "
-        "nowhere. Answered from the index: the note need not exist, so it also shows who "
-        "links to a note that was never written. Use before moving, merging or deleting."
+        "Which notes link to this one and where it links to, broken links included. From "
+        "the index: the note need not exist (who links to a note never written). Use "
+        "before moving, merging or deleting."
     ),
     kind="read",
     hints=READS,
-    params={
-        "path": text(
-            PATH + " An attachment path (e.g. attachments/x.png) works too.", required=True
-        )
-    },
+    params={"path": text(PATH + " An attachment path works too.", required=True)},
     output=result_schema(
         {"vault": STR, "path": STR, "incoming": arr(LINKED), "outgoing": arr(LINKED)},
         {"broken": arr(obj({"target": STR, "anchor": STR})), "hint": STR},
@@ -153,7 +148,7 @@ def note_backlinks(call: Call) -> dict[str, Any]:
     assert call.opened is not None
     rel = any_path(call.vault, call.args["path"]).rel
     call.opened.fresh()
-    graph = queries.backlinks(call.opened.index, rel)
+    graph = answers.backlinks(call.opened.index, rel)
     result: dict[str, Any] = {
         "vault": call.vault.name,
         "path": rel,
@@ -208,7 +203,7 @@ def note_related(call: Call) -> dict[str, Any]:
     note = call.vault.read_note(call.args["path"])
     vectors = call.opened.vectors
     near = vectors.similar(note.path, 50) if vectors is not None else []
-    related = queries.related(
+    related = answers.related(
         call.opened.index, note.path, call.args["limit"], [(m.path, m.score) for m in near]
     )
     return {"vault": call.vault.name, "path": note.path, "related": [vars(r) for r in related]}
@@ -283,9 +278,9 @@ def _day(call: Call, day: dt.date) -> dict[str, Any]:
 @tool(
     title="Read an attachment",
     description=(
-        "Look at an attachment: an image comes back as an image (downscaled), a PDF as its "
-        "text with page numbers, a text file (csv, json, …) as its text, audio as type, size "
-        "and date. Find paths with attachment_list; for notes use note_read."
+        "Look at an attachment: an image as an image (downscaled), a PDF as text with page "
+        "numbers, a text file (csv, json, …) as text, audio as type, size and date. Paths "
+        "from attachment_list; for notes use note_read."
     ),
     kind="read",
     hints=READS,

@@ -2,7 +2,7 @@
 
 A result is one JSON object, sent twice (indented text and `structuredContent`). It
 never exceeds `max_response_bytes`: lists and long strings are cut, and the result
-says so (`truncated`, `notice`) and how to ask for less (spec §7.6).
+says so (`truncated`, `notice`) and how to ask for less (docs/design.md#result-shape).
 """
 
 from __future__ import annotations
@@ -57,29 +57,8 @@ WRITE_OPTIONAL: dict[str, Any] = {
 
 
 def write_schema(extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The common write response of spec §13.3, with a tool's own members."""
+    """The common write answer (docs/design.md#tool-contract), with a tool's own members."""
     return result_schema(WRITE_FIELDS, {**WRITE_OPTIONAL, **(extra or {})})
-
-
-def listed(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """A tool's outputSchema as `tools/list` sends it: the members every result carries, each
-    with its JSON type (a list with its items' type unless they are objects). Members present
-    only sometimes and what nested objects hold are left to the result itself and
-    docs/reference/tools.md: spelled out, they were a third of the list, paid for by every
-    client in every session. The schema stays open, so every full result satisfies it."""
-    members = {name: _outline(schema["properties"][name]) for name in schema.get("required", ())}
-    return {"type": "object", "properties": members}
-
-
-def _outline(member: Mapping[str, Any]) -> dict[str, Any]:
-    """A member's type; a list keeps its items' type unless they are objects (said by the
-    result itself)."""
-    if member.get("type") != "array":
-        return {"type": member["type"]} if "type" in member else dict(member)
-    items = member.get("items", {})
-    if items.get("type") in ("string", "integer", "number", "boolean"):
-        return {"type": "array", "items": {"type": items["type"]}}
-    return {"type": "array"}
 
 
 def encode_bytes(value: Any) -> bytes:

@@ -1,4 +1,4 @@
-"""Tools that create, change and delete one note or file (spec §13.3, task_toggle,
+"""Tools that create, change and delete one note or file (docs/design.md#tools, task_toggle,
 attachment_put).
 
 Every change goes through `vault_core.edit.apply`: optimistic locking, dry run, a trash
@@ -13,23 +13,31 @@ from typing import Any
 from urllib.parse import quote
 
 from vault_core import (
+    ATTACHMENT_LIMIT,
+    Edited,
+    Frontmatter,
     NoteNotFoundError,
+    TooLargeError,
+    Transform,
+    WriteOp,
+    WriteResult,
+    alias_values,
+    clean_tags,
     edit,
     frontmatter,
     markdown,
+    new_note,
     note,
-    queries,
     sections,
+    tag_values,
 )
-from vault_core.edit import Transform, WriteOp, WriteResult
-from vault_core.frontmatter import Frontmatter, alias_values, tag_values
-from vault_core.templates import clean_tags, new_note
+from vault_core.search import answers
+from vault_node.context import Call
 from vault_node.errors import ArgumentError
 from vault_node.tools.base import (
     CHANGE,
     SET,
     TOGGLE,
-    Call,
     choice,
     flag,
     integer,
@@ -41,6 +49,13 @@ from vault_node.tools.base import (
 from vault_node.tools.common import DRY, FRONTMATTER, HASH, NOTE_PATH
 from vault_node.tools.shape import BOOL, INT, STR, STRS, result_schema, write_schema
 
+PUT_LIMIT = 6_000_000
+"""The most attachment_put stores: its base64 (8,000,000 characters) fits the 8 MiB request
+body with room for the call around it, even wrapped in lines of 76 characters."""
+PUT_LARGER = (
+    f"a request body is at most 8 MiB and base64 adds a third; copy a larger file (up to "
+    f"{ATTACHMENT_LIMIT} bytes) into the vault's folder instead"
+)
 TAKEN = "search first: read it with note_read and extend it, or pass overwrite to replace it"
 
 
@@ -52,10 +67,9 @@ def _needs(exists: bool, rel: str) -> None:
 @tool(
     title="Create a note",
     description=(
-        "Create a new note with a title, tags and Markdown content. It refuses when a note "
-        "already exists at the path — that is the point: search first (note_search), and "
-        "extend the existing note instead of writing a near-duplicate. Link the new note "
-        "from a related one afterwards."
+        "Create a new note with a title, tags and Markdown content. Refused when a note "
+        "exists at the path: search first (note_search) and extend an existing note rather "
+        "than write a near-duplicate. Link the new note from a related one."
     ),
     kind="add",
     hints=CHANGE,
@@ -68,7 +82,7 @@ def _needs(exists: bool, rel: str) -> None:
         ),
         "tags": strings('Tags for the frontmatter, e.g. ["project", "ops"].'),
         "overwrite": flag(
-            "Replace an existing note (needs delete; the old text goes to the trash).",
+            "Replace an existing note (needs delete; the old one is trashed).",
             False,
         ),
         "dry_run": flag(DRY, False),
@@ -104,9 +118,9 @@ def note_create(call: Call) -> dict[str, Any]:
 @tool(
     title="Rewrite a note",
     description=(
-        "Replace a note's whole body. Needs the content_hash from note_read so you never "
-        "overwrite changes you have not seen. Prefer note_edit (exact replacement) or "
-        "note_section_edit (one section) for anything smaller than a rewrite."
+        "Replace a note's whole body. Needs the content_hash from note_read, so you never "
+        "overwrite changes you have not seen. For less than a rewrite prefer note_edit or "
+        "note_section_edit."
     ),
     kind="write",
     hints=SET,
@@ -146,9 +160,9 @@ def note_write(call: Call) -> dict[str, Any]:
 @tool(
     title="Edit text in a note",
     description=(
-        "Replace an exact piece of text in a note — the safest way to change a few words or "
-        "lines. old_string must match character for character and be unique unless "
-        "replace_all is set; copy it from note_read. An empty new_string deletes the text."
+        "Replace an exact piece of text in a note: the safest way to change a few words or "
+        "lines. old_string must match exactly and be unique unless replace_all; copy it "
+        "from note_read. An empty new_string deletes it."
     ),
     kind="write",
     hints=CHANGE,
@@ -168,30 +182,27 @@ def note_write(call: Call) -> dict[str, Any]:
 )
 def note_edit(call: Call) -> dict[str, Any]:
     args = call.args
-    count = [0]
 
-    def transform(current: str, exists: bool) -> str:
+    def transform(current: str, exists: bool) -> Edited:
         _needs(exists, args["path"])
-        changed, count[0] = sections.string_edit(
+        changed, count = sections.string_edit(
             current,
             args["old_string"],
             args["new_string"],
             replace_all=args["replace_all"],
             path=args["path"],
         )
-        return changed
+        return Edited(changed, {"replacements": count})
 
-    result = _checked_edit(call, transform, "note_edit")
-    return {**result.response(), "replacements": count[0]}
+    return _checked_edit(call, transform, "note_edit").response()
 
 
 @tool(
     title="Edit a section",
     description=(
         "Change one section of a note by its heading: append, prepend, replace, insert "
-        "before/after or delete it, or add text at the start or end of the note. The section "
-        "runs to the next heading of the same or a higher level. Call note_outline to see "
-        "the headings."
+        "before/after or delete it, or add at the note's start or end. A section runs to "
+        "the next heading of its level or higher; note_outline shows the headings."
     ),
     kind="write",
     hints=CHANGE,
@@ -200,10 +211,7 @@ def note_edit(call: Call) -> dict[str, Any]:
         "mode": choice(
             "What to do with the section (or the whole note).", sections.MODES, required=True
         ),
-        "heading": text(
-            "Heading of the section (not needed for append_to_note and "
-            "prepend_to_note), e.g. Open questions."
-        ),
+        "heading": text("Heading of the section (not for append_to_note, prepend_to_note)."),
         "content": text(
             "Markdown to add or put in place (not needed for delete_section).", trim=False
         ),
@@ -323,7 +331,7 @@ def note_delete(call: Call) -> dict[str, Any]:
     assert call.opened is not None
     rel = call.vault.resolve_for_write(args["path"]).rel
     # Asked before the delete: afterwards the index no longer resolves links to it.
-    incoming = queries.backlinks(call.opened.index, rel)["incoming"]
+    incoming = answers.backlinks(call.opened.index, rel)["incoming"]
     linked = sorted({link["path"] for link in incoming})
     result = edit.delete(
         call.vault,
@@ -402,9 +410,9 @@ def _find_task(rel: str, current: str, line: int | None, wanted: str | None) -> 
 @tool(
     title="Store an attachment",
     description=(
-        "Store a file (image, PDF, audio, CSV, …; up to 32 MiB) from base64 and get Markdown "
-        "to embed it. Extensions: png jpg jpeg gif webp svg pdf txt csv json yaml yml mp3 "
-        "m4a wav."
+        "Store a file (image, PDF, audio, CSV, …; up to 6,000,000 bytes) from base64 and get "
+        "Markdown to embed it. Extensions: png jpg jpeg gif webp svg pdf txt csv json yaml "
+        "yml mp3 m4a wav."
     ),
     kind="add",
     hints=SET,
@@ -412,7 +420,7 @@ def _find_task(rel: str, current: str, line: int | None, wanted: str | None) -> 
         "path": text("Path with extension, e.g. attachments/diagram.png.", required=True),
         "data": text("The file as base64.", required=True),
         "overwrite": flag(
-            "Replace an existing file (needs delete; the old one goes to the trash).",
+            "Replace an existing file (needs delete; the old one is trashed).",
             False,
         ),
     },
@@ -431,6 +439,8 @@ def attachment_put(call: Call) -> dict[str, Any]:
             "encode the file's bytes and pass the text"
         ) from exc
     target = call.vault.resolve_for_write(args["path"], note=False)
+    if len(data) > PUT_LIMIT:
+        raise TooLargeError(target.rel, len(data), PUT_LIMIT, PUT_LARGER)
     if args["overwrite"] and target.abs.is_file():
         call.require("write", displaces=True)
     written, warnings = edit.put_attachment(

@@ -1,0 +1,179 @@
+"""Text to vectors, offline: the model ships inside a package, or lies in a local folder.
+
+`bundled` is WordLlama's `l2_supercat` (256 dimensions, MIT), whose weights and tokenizer
+are in its wheel: it is loaded from the package directory with downloads disabled, so no
+network is ever asked. `onnx:DIR` is a sentence-embedding model exported to ONNX with its
+`tokenizer.json` (onnxruntime and tokenizers must be installed): better quality, the
+operator's choice. Every vector comes back L2-normalised, as float32.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from vault_core.errors import InvalidArgumentError
+
+Vectors = npt.NDArray[np.float32]
+
+BUNDLED = "bundled"
+OFF = "off"
+
+
+class Embedder(Protocol):
+    """What turns texts into vectors; `name` is stored with every vector it made."""
+
+    name: str
+    dimensions: int
+
+    def embed(self, texts: Sequence[str]) -> Vectors: ...
+
+
+HEADS = {"wordllama-l2_supercat-256": 128}
+"""Models whose leading dimensions are an embedding of their own (WordLlama is trained
+Matryoshka-style: its 128-dimension model is the first 128 of these 256), so a search may
+rank by them first (`vectors`). Held-out nDCG@10 of bench/eval with the 128 alone: 0.08
+lower on cross-language questions, so they only choose what the whole vectors rank."""
+
+
+def head(embedder: Embedder) -> int:
+    """How many leading dimensions of the embedder's vectors rank on their own (0: none)."""
+    return HEADS.get(embedder.name, 0)
+
+
+def normalised(vectors: npt.NDArray[Any]) -> Vectors:
+    array = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    result: Vectors = array / norms
+    return result
+
+
+BATCH = 8
+"""Texts WordLlama pools at once. It pads a batch to its longest text and holds every
+token's vector as float32 (texts × tokens × 256 × 4 bytes, twice over while pooling): at
+its default of 64, a batch with one long CJK section took 300 MB for a moment and the
+padding's work made embedding slower. Measured on 4,945 sections of the multilingual Help
+vault (bench/eval's), one process at a time on the shared machine: 64 a batch 26.3 s and
+323 MB above the process's size at most, 16 9.0 s and 83 MB, 8 4.2 s and 44 MB, 4 7.2 s
+and 20 MB, 1 11.1 s and 2 MB."""
+
+
+@dataclass
+class WordLlamaEmbedder:
+    """WordLlama's static model from its own wheel: average-pooled token vectors."""
+
+    name: str = "wordllama-l2_supercat-256"
+    dimensions: int = 256
+
+    def __post_init__(self) -> None:
+        wordllama = _quietly_import_wordllama()
+        package = Path(wordllama.__file__).parent
+        # The wheel carries weights/ and tokenizers/; with the package as cache_dir the
+        # loader finds both there, and disable_download keeps it from ever asking a hub.
+        self._model = wordllama.WordLlama.load(
+            "l2_supercat", cache_dir=package, dim=self.dimensions, disable_download=True
+        )
+        self._lock = threading.Lock()  # the tokenizer is shared: one batch at a time
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        with self._lock:
+            return normalised(self._model.embed(list(texts), batch_size=BATCH))
+
+
+def _quietly_import_wordllama() -> Any:
+    """wordllama calls logging.basicConfig(level=INFO) when imported, which would print every
+    library's INFO lines as plain text beside the node's JSON log: undo that at once."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    import wordllama  # noqa: PLC0415 — loaded only where embedding is on
+
+    for handler in root.handlers[:]:
+        if handler not in handlers:
+            root.removeHandler(handler)
+    root.setLevel(level)
+    return wordllama
+
+
+@dataclass
+class OnnxEmbedder:
+    """A local ONNX sentence-embedding model: mean-pooled last hidden state."""
+
+    directory: Path
+    max_tokens: int = 256
+
+    def __post_init__(self) -> None:
+        try:
+            import onnxruntime  # noqa: PLC0415 — optional, only for this embedder
+            from tokenizers import Tokenizer  # noqa: PLC0415
+        except ImportError as exc:
+            raise InvalidArgumentError(
+                "embedding onnx: needs the onnxruntime and tokenizers packages; install "
+                "them, or use embedding: bundled"
+            ) from exc
+        model = next(iter(sorted(self.directory.glob("*.onnx"))), None)
+        tokenizer = self.directory / "tokenizer.json"
+        if model is None or not tokenizer.is_file():
+            raise InvalidArgumentError(
+                "embedding onnx: the folder needs a model .onnx file and tokenizer.json"
+            )
+        self._tokenizer = Tokenizer.from_file(str(tokenizer))
+        self._tokenizer.enable_truncation(self.max_tokens)
+        self._tokenizer.enable_padding()
+        self._session = onnxruntime.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self.name = f"onnx-{self.directory.name}"
+        self.dimensions = int(self._session.get_outputs()[0].shape[-1])
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        if len(texts) > BATCH:  # a round's thousands of sections at once: gigabytes
+            return np.concatenate(
+                [self.embed(texts[at : at + BATCH]) for at in range(0, len(texts), BATCH)]
+            )
+        encoded = self._tokenizer.encode_batch(list(texts))
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+        return normalised(pooled)
+
+
+def load(spec: str) -> Embedder | None:
+    """The embedder a setting names: `bundled`, `off`, or `onnx:FOLDER`."""
+    spec = spec.strip()
+    if spec == OFF:
+        return None
+    if spec == BUNDLED:
+        return WordLlamaEmbedder()
+    if spec.startswith("onnx:"):
+        return OnnxEmbedder(Path(spec.removeprefix("onnx:")).expanduser())
+    raise InvalidArgumentError(
+        f"embedding {spec!r} is not known; use bundled, off, or onnx:/path/to/model-folder"
+    )
+
+
+_shared: dict[str, Embedder | None] = {}
+_shared_lock = threading.Lock()
+
+
+def shared(spec: str) -> Embedder | None:
+    """`load`, once per process and setting: every vault of a node uses one model in memory."""
+    with _shared_lock:
+        if spec not in _shared:
+            _shared[spec] = load(spec)
+        return _shared[spec]
