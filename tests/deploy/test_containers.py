@@ -29,6 +29,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -502,6 +503,22 @@ def test_the_center_keeps_its_state_in_postgresql(stack: Stack, token: str) -> N
     assert counted.stdout.strip() == "1"
 
 
+def wait_caddy_sees(service: str, port: int, since: str) -> None:
+    """Until Caddy's active health check has found `service` up again after `since` (an RFC
+    3339 time): Caddy answers a POST with 503 at once while it counts every upstream down,
+    so the other replica may be stopped only then. Caddy logs each such turn as "host is
+    up"."""
+    host = f"{service}:{port}"
+    end = time.monotonic() + DEADLINE
+    while time.monotonic() < end:
+        logs = podman("logs", "--since", since, container("caddy"), check=False)
+        for line in (logs.stdout + logs.stderr).splitlines():
+            if '"host is up"' in line and f'"host":"{host}"' in line:
+                return
+        time.sleep(0.5)
+    pytest.fail(f"Caddy never found {host} up again\n{tails('caddy')}")
+
+
 def add_members(stack: Stack, prefix: str, count: int) -> list[int]:
     """`count` members made at once through the proxy; the statuses."""
     body = {"vaults": ["team"], "role": "reader"}
@@ -518,16 +535,19 @@ def test_either_center_replica_stopped_loses_no_request_and_the_audit_stays_one_
     stack: Stack, token: str
 ) -> None:
     """Members made at once through Caddy, with both replicas up, then with each stopped in
-    turn (Caddy's health check and retry send everything to the other): every request is
-    answered 201, and the audit exported afterwards is one verified chain without a gap."""
+    turn (Caddy's health check and retry send everything to the other; the next one is
+    stopped only once Caddy has found the first up again): every request is answered 201,
+    and the audit exported afterwards is one verified chain without a gap."""
     statuses = {"both": add_members(stack, "both", 24)}
     for stopped in ("center-2", "center"):
         podman("stop", container(stopped), timeout=120)
         try:
             statuses[stopped] = add_members(stack, f"no-{stopped}", 8)
         finally:
+            started = datetime.now(UTC).isoformat()
             podman("start", container(stopped), timeout=120)
             wait_healthy(container(stopped))
+            wait_caddy_sees(stopped, 2021, started)
     failed = {phase: s for phase, s in statuses.items() if set(s) != {201}}
     assert not failed, f"{failed}\n{tails('caddy', 'center', 'center-2')}"
     with stack.operator() as http:
