@@ -592,13 +592,18 @@ async def test_a_restarted_node_keeps_its_vaults_index_and_history(
     podman("restart", container("node-a"), timeout=120)
     wait_healthy(container("node-a"))
     wait_proxied(stack, "node-a")  # a restarted container has a new address: Caddy finds it
-    async with mcp_session(url, token, stack.tls) as session:
-        read = await call(session, "note_read", {"vault": "team", "path": "wiki/survivor"})
-        found = await call(session, "note_search", {"vault": "team", "query": "zanzibar"})
-        history = await call(session, "note_history", {"vault": "team", "path": "wiki/survivor"})
+    try:
+        async with mcp_session(url, token, stack.tls) as session:
+            read = await call(session, "note_read", {"vault": "team", "path": "wiki/survivor"})
+            found = await call(session, "note_search", {"vault": "team", "query": "zanzibar"})
+            history = await call(
+                session, "note_history", {"vault": "team", "path": "wiki/survivor"}
+            )
+    except Exception as exc:  # any failure: say what the nodes saw
+        pytest.fail(f"node-a after its restart: {exc!r}\n{tails('node-a', 'node-b')}")
     assert "zanzibar" in read["content"]
-    assert [hit["path"] for hit in found["hits"]] == ["wiki/survivor.md"]
-    assert [revision["author"] for revision in history["revisions"]] == ["olga"]
+    assert [hit["path"] for hit in found["hits"]] == ["wiki/survivor.md"], found
+    assert [revision["author"] for revision in history["revisions"]] == ["olga"], history
 
 
 def test_a_node_restart_holds_its_clients_instead_of_a_quick_502(stack: Stack, token: str) -> None:

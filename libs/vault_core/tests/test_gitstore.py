@@ -666,6 +666,39 @@ def test_the_index_file_is_written_once_commits_pause(
         store.close()
 
 
+def wait_clean(root: Path, within: float = 15.0) -> None:
+    deadline = time.monotonic() + within
+    while git(root, "status", "--porcelain") and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("large", [True, False], ids=["written-later", "written-inline"])
+def test_an_index_file_git_held_locked_is_written_once_git_lets_go(
+    root: Path, monkeypatch: pytest.MonkeyPatch, large: bool
+) -> None:
+    """`git status` in the vault takes git's index lock to refresh the file: a write that
+    found it held is tried again a quiet moment later, not only at the next commit (before,
+    `git status` listed every note committed meanwhile as deleted and untracked)."""
+    if large:
+        store = deferred(root, monkeypatch, quiet=0.2)
+    else:
+        store = GitStore.open(root, "notes", committer=NODE)
+    lock = root / ".git" / "index.lock"
+    try:
+        lock.write_bytes(b"")  # what a running `git status` holds
+        for k in range(3):
+            committed(store, root, f"n{k}.md", f"{k}\n")
+        time.sleep(0.5)  # a deferred write has met the lock by now
+        assert "n2.md" not in staged(root)
+        lock.unlink()
+        wait_clean(root)
+        assert git(root, "status", "--porcelain") == ""
+        assert staged(root) == in_head(root)
+    finally:
+        lock.unlink(missing_ok=True)
+        store.close()
+
+
 def test_closing_writes_the_index_file_the_last_commits_left(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -57,6 +57,7 @@ PUSH_TIMEOUT = 60.0  # seconds an HTTP push may stall before it fails
 INDEX_INLINE = 2_000  # entries up to which a commit writes git's index file itself (< 1 ms)
 INDEX_QUIET = 1.0  # seconds without a commit before a larger index file is written
 INDEX_LAG = 5.0  # and at the latest this long after the first commit it lacks
+INDEX_RETRIES = 10  # writes in a row tried again, a quiet second apart, while git holds its lock
 _HEAD = Ref(b"HEAD")
 _ZERO = ObjectID(b"0" * 40)
 _HEX = re.compile(r"[0-9a-f]{4,40}")
@@ -108,6 +109,7 @@ class GitStore:
         self._merger = _Worker(f"git-merge-{vault}", self._merge_received)
         self._received = 0
         self._syncer = _Quiet(f"git-index-{vault}", self._write_index, INDEX_QUIET, INDEX_LAG)
+        self._index_tries = 0  # index writes in a row that found git's lock held
 
     @classmethod
     def open(
@@ -407,17 +409,26 @@ class GitStore:
         return commit.id.decode()
 
     def _index_changed(self) -> None:
-        if len(self._index) <= INDEX_INLINE:
-            self._index.flush()
-        elif self._index.dirty:
-            # Writing 100,000 entries hashes 10 MB: off the write path, once commits pause.
+        self._index_tries = 0
+        if len(self._index) <= INDEX_INLINE and self._index.flush():
+            return
+        if self._index.dirty:
+            # Writing 100,000 entries hashes 10 MB: off the write path, once commits pause;
+            # a small one there too when git held its lock (a `git status` in the vault).
             self._syncer.request()
 
     def _write_index(self) -> None:
         try:
-            self._index.flush()
+            written = self._index.flush()
         except OSError as exc:
             log.warning("git_index_write_failed", vault=self._vault, error=_describe(exc))
+            return
+        # git held its lock (it takes it to refresh the file on `git status`): tried again a
+        # quiet second later, else `git status` would list every note committed since as
+        # changed until the next commit.
+        self._index_tries = 0 if written else self._index_tries + 1
+        if not written and self._index_tries < INDEX_RETRIES:
+            self._syncer.request()
 
     def _nameable(self, rel: str) -> bool:
         if paths.valid_name(rel):
