@@ -8,6 +8,7 @@ import os
 import shutil
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -339,6 +340,29 @@ def test_reconcile_counts_new_files(build: Build) -> None:
         ("b.md",),
         ("img/c.png",),
     ]
+
+
+def test_reconcile_removes_the_temporary_files_a_killed_write_left_and_no_others(
+    build: Build,
+) -> None:
+    """A process killed between writing a note's temporary file and renaming it leaves
+    `.sbtmp-…` beside the note; the next reconcile (a node's start) removes it once no write
+    can still be making it, and leaves a fresh one, a look-alike folder and anything else."""
+    index = build({"a.md": "a\n", "deep/b.md": "b\n"}, reconcile=False)
+    old = [put(index, ".sbtmp-0123abcd", "half a"), put(index, "deep/.sbtmp-89ef", "half b")]
+    fresh = put(index, "deep/.sbtmp-4567", "being written")
+    other = put(index, ".obsidian-note", "kept")
+    folder = index.root / ".sbtmp-folder"
+    folder.mkdir()
+    an_hour_ago = time.time() - 3600
+    for path in (*old, other, folder):
+        os.utime(path, (an_hour_ago, an_hour_ago))
+    assert without_seconds(index.reconcile()) == (2, 2, 0, 0)
+    assert not any(path.exists() for path in old)
+    assert fresh.exists()
+    assert other.exists()
+    assert folder.is_dir()
+    assert query(index, "SELECT path FROM notes ORDER BY path") == [("a.md",), ("deep/b.md",)]
 
 
 def test_a_second_reconcile_over_an_unchanged_vault_changes_nothing(build: Build) -> None:

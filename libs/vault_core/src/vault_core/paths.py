@@ -206,7 +206,12 @@ class Entry:
 Report = Callable[[Skipped], object]
 
 
-def walk(root: Path, prefix: str = "", skipped: Report | None = None) -> Iterator[Entry]:
+def walk(
+    root: Path,
+    prefix: str = "",
+    skipped: Report | None = None,
+    temps: Callable[[Path], object] | None = None,
+) -> Iterator[Entry]:
     """Every visible regular file under `root` (or under `prefix`), dot directories skipped.
 
     Each file is yielded once, under the name where it lies: symbolic links are not
@@ -215,7 +220,8 @@ def walk(root: Path, prefix: str = "", skipped: Report | None = None) -> Iterato
     link holds nothing. So a walk never leaves what tools may see, and path rules judge
     every file it yields by where the file is. What a person would expect to find but is
     passed over — a name that is not UTF-8, an unreadable folder, a link that loops, leads
-    nowhere, outside the vault or into a dot folder — goes to `skipped`.
+    nowhere, outside the vault or into a dot folder — goes to `skipped`; a write's
+    temporary file (`TEMP_PREFIX`) to `temps`.
     """
     under = resolve(root, prefix) if prefix else None
     if under is not None and under.linked:
@@ -243,6 +249,8 @@ def walk(root: Path, prefix: str = "", skipped: Report | None = None) -> Iterato
         subdirs = []
         for entry in entries:
             if entry.name.startswith("."):
+                if temps is not None and entry.name.startswith(TEMP_PREFIX):
+                    temps(Path(entry.path))
                 continue
             entry_path = Path(entry.path)
             if not valid_name(entry.name):

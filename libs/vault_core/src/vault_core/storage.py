@@ -11,6 +11,9 @@ import datetime as dt
 import hashlib
 import os
 import secrets
+import stat
+import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import structlog
@@ -22,6 +25,9 @@ log = structlog.get_logger("vault_core")
 
 TRASH = "trash"
 _NAME_MAX = 255
+LEFTOVER_AGE = 600.0
+"""Seconds after which a write's temporary file is a leftover: one a process killed
+mid-write left beside its note (a write takes well under a second)."""
 
 
 def write_atomic(
@@ -46,6 +52,24 @@ def write_atomic(
         temp.unlink(missing_ok=True)
         raise StorageError(resolved.rel, exc.strerror or "write failed") from exc
     _fsync_dir(directory)
+
+
+def remove_leftovers(temps: Iterable[Path], now: float | None = None) -> int:
+    """Remove the temporary files among `temps` that no write can still be making (older
+    than `LEFTOVER_AGE`); how many were removed. Nothing reads them: they only take room."""
+    now = time.time() if now is None else now
+    removed = 0
+    for temp in temps:
+        try:
+            found = temp.lstat()
+            if stat.S_ISREG(found.st_mode) and now - found.st_mtime > LEFTOVER_AGE:
+                temp.unlink()
+                removed += 1
+        except OSError:
+            continue  # gone meanwhile, or not ours to remove: left as it is
+    if removed:
+        log.info("temp_files_removed", count=removed)
+    return removed
 
 
 def rename(

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import structlog
 
-from vault_core import deadline, paths, scope
+from vault_core import deadline, paths, scope, storage
 from vault_core.index import linkstore, snapshot, tempschema, totals
 from vault_core.index.rows import Rows
 from vault_core.index.schema import CREATE_INDEXES, INDEXES, SCHEMA, SCHEMA_VERSION
@@ -412,8 +412,11 @@ class Index:
         the walk passes over, and files skipped before for what they hold, unchanged since."""
         seen, todo = set(), []
         skipped: dict[str, Skipped] = {}
+        temps: list[Path] = []
         earlier = {item.path: item for item in self.skips.listing() if item.size >= 0}
-        for entry in paths.walk(self.root, skipped=lambda item: skipped.update({item.path: item})):
+        for entry in paths.walk(
+            self.root, skipped=lambda item: skipped.update({item.path: item}), temps=temps.append
+        ):
             seen.add(entry.rel)
             stamp = (entry.mtime_ns, entry.size)
             before = earlier.get(entry.rel)
@@ -421,6 +424,7 @@ class Index:
                 skipped[entry.rel] = before
             elif known.get(entry.rel) != stamp:
                 todo.append(entry)
+        storage.remove_leftovers(temps)  # a process killed mid-write left them
         return seen, todo, skipped
 
     def _store_batch(
