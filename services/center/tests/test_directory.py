@@ -87,3 +87,51 @@ async def test_the_heartbeat_answer_says_where_every_vault_lives(
         {"vault": "own", "nodes": [t.RESOURCE], "epoch": None},
         {"vault": "team", "nodes": [t.RESOURCE, NODE_B], "epoch": None},
     ]
+
+
+@pytest.mark.asyncio
+async def test_an_unchanged_directory_is_not_sent_again(one_address: httpx.AsyncClient) -> None:
+    """The answer carries the directory's version; a node that sends it back gets no
+    directory (null) until a vault appears, moves or changes epoch, then the whole new one."""
+    await node(one_address, "node-b", NODE_B, ["team"])
+    made = await one_address.post(
+        "/v1/nodes", json={"id": "node-a", "resource": t.RESOURCE}, headers=t.ADMIN
+    )
+    headers = t.bearer(made.json()["credential"])
+
+    async def beat(**extra: object) -> dict[str, object]:
+        body = {"vaults": ["own"], **extra}
+        answer = await one_address.post("/v1/nodes/heartbeat", json=body, headers=headers)
+        assert answer.status_code == 200, answer.text
+        found: dict[str, object] = answer.json()
+        return found
+
+    first = await beat()
+    version = first["directory_version"]
+    assert isinstance(first["directory"], list)
+    assert len(first["directory"]) == 2
+    again = await beat(directory_version=version)
+    assert again["directory"] is None
+    assert again["directory_version"] == version
+    assert (await beat(directory_version="0" * 32))["directory"] == first["directory"]
+    await node(one_address, "node-c", "https://node-c.test/mcp", ["new"])
+    changed = await beat(directory_version=version)
+    assert changed["directory_version"] != version
+    assert isinstance(changed["directory"], list)
+    assert [entry["vault"] for entry in changed["directory"]] == ["new", "own", "team"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("version", ["", "G" * 32, "a" * 31, "a" * 33, 7, ["a" * 32]])
+async def test_a_malformed_directory_version_is_refused(
+    one_address: httpx.AsyncClient, version: object
+) -> None:
+    made = await one_address.post(
+        "/v1/nodes", json={"id": "node-a", "resource": t.RESOURCE}, headers=t.ADMIN
+    )
+    answer = await one_address.post(
+        "/v1/nodes/heartbeat",
+        json={"vaults": [], "directory_version": version},
+        headers=t.bearer(made.json()["credential"]),
+    )
+    assert answer.status_code == 422, answer.text

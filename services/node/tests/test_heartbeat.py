@@ -8,8 +8,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +28,9 @@ from center.runtime import Center
 from tickets import SigningKey
 from vault_node.app import Node, create_app
 from vault_node.config import NodeConfig, load_config
+from vault_node.directory import Directory
 from vault_node.errors import ConfigError
-from vault_node.heartbeat import _placements
+from vault_node.heartbeat import HEARTBEAT_PATH, _placements
 from vault_node.testing import PUBLIC_URL, RESOURCE, make_config, mint
 
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
@@ -404,6 +407,127 @@ async def test_a_beat_learns_where_every_vault_lives_and_the_one_address(
                 ("default", None),
                 ("far", True),
             ]
+
+
+@pytest.mark.asyncio
+async def test_a_node_sends_its_directory_version_back_and_keeps_the_directory_while_unchanged(
+    tmp_path: Path,
+) -> None:
+    async with serving(tmp_path, mcp_url="https://brain.test/mcp") as center:
+        other = await center.register("node-b", "https://node-b.test/mcp")
+
+        async def report(vaults: list[str]) -> None:
+            reported = await center.http.post(
+                "/v1/nodes/heartbeat",
+                json={"vaults": vaults},
+                headers={"Authorization": f"Bearer {other}"},
+            )
+            assert reported.status_code == 200, reported.text
+
+        await report(["far"])
+        config = node_config(tmp_path, center, node_credential=await center.register("node-a"))
+        app = await asyncio.to_thread(create_app, config)
+        async with app.router.lifespan_context(app):
+            node: Node = app.state.node
+            assert node.heartbeat is not None
+            assert "directory_version" not in node.heartbeat.body()  # none held yet
+            assert await renew(node)  # its own vault's lease first: the epoch is in it
+            assert await beat(node)
+            version = node.directory.version
+            assert version is not None
+            assert node.heartbeat.body()["directory_version"] == version
+            sent: list[object] = []
+            learn = node.directory.learn
+
+            def noted(found: object, version: object) -> None:
+                sent.append(found)
+                learn(found, version)
+
+            node.directory.learn = noted  # type: ignore[method-assign,assignment]
+            assert await beat(node)
+            assert sent == [None]  # answered without a directory: the one held stays
+            assert node.directory.version == version
+            assert [entry.vault for entry in node.directory.entries()] == ["default", "far"]
+            await report(["far", "farther"])
+            assert await beat(node)
+            assert node.directory.version != version
+            assert node.directory.get("farther") is not None
+
+
+@contextlib.contextmanager
+def old_center(bodies: list[dict[str, Any]]) -> Iterator[str]:
+    """A heartbeat route as a center from before directory versions answers it: the field
+    refused (422), the whole directory and no version otherwise. Its URL."""
+
+    class Route(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            bodies.append(body)
+            answer: dict[str, Any] = {"detail": "extra fields not permitted"}
+            status = 422 if "directory_version" in body else 200
+            if status == 200:
+                holders = ["https://node-b.test/mcp"]
+                answer = {"node": "node-a", "placements": [], "revocation_seq": 0}
+                answer["directory"] = [{"vault": "far", "nodes": holders, "epoch": None}]
+            encoded = json.dumps(answer).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(encoded)))
+            self.end_headers()
+            self.wfile.write(encoded)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Route)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}{HEARTBEAT_PATH}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.asyncio
+async def test_a_center_from_before_directory_versions_is_asked_again_without_one(
+    running: tuple[Node, Any],
+) -> None:
+    """In a rolling upgrade of several centers, a node that learned a version from a new one
+    is not refused by an old one: it asks again without the version and gets the whole
+    directory."""
+    node, _ = running
+    assert node.heartbeat is not None
+    assert await beat(node)
+    learned = node.directory.version
+    assert learned is not None
+    bodies: list[dict[str, Any]] = []
+    with old_center(bodies) as url:
+        node.heartbeat.url = url
+        assert await beat(node)
+        assert [("directory_version" in body) for body in bodies] == [True, False]
+        assert [entry.vault for entry in node.directory.entries()] == ["far"]
+        assert node.directory.version is None
+        assert await beat(node)
+        assert [("directory_version" in body) for body in bodies] == [True, False, False]
+
+
+def test_a_directory_is_kept_only_for_the_version_it_came_with() -> None:
+    held, other = "a" * 32, "b" * 32
+    sent = [{"vault": "far", "nodes": ["https://node-b.test/mcp"], "epoch": 3}]
+    known = Directory()
+    known.learn(sent, held)
+    assert (known.version, len(known)) == (held, 1)
+    known.learn(None, held)  # unchanged
+    assert (known.version, len(known)) == (held, 1)
+    for version in (other, None, "A" * 32, 7):  # another version, or none, and no directory
+        known.learn(sent, held)
+        known.learn(None, version)
+        assert (known.version, len(known)) == (None, 0)
+    known.learn(sent, "not a version")  # the directory, but nothing to send back
+    assert (known.version, len(known)) == (None, 1)
+    known.learn("garbage", held)
+    assert (known.version, len(known)) == (None, 0)
 
 
 @pytest.mark.asyncio

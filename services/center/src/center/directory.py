@@ -2,11 +2,15 @@
 (docs/design.md#one-address), so any node can pass a call on to the one holding the vault.
 
 Per vault the MCP URLs of the nodes holding it in `nodes.holders` order, primary first,
-and the primary's lease epoch (null while the center keeps no lease for it).
+and the primary's lease epoch (null while the center keeps no lease for it). A heartbeat
+answer carries it only when it differs from the version the node says it holds: at 10,000
+vaults it is 1.5 MB, and most heartbeats find it unchanged.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 from sqlalchemy import select
@@ -30,3 +34,9 @@ async def entries(session: AsyncSession) -> list[dict[str, Any]]:
         for vault in sorted(held)
         if held[vault]
     ]
+
+
+def version(found: list[dict[str, Any]]) -> str:
+    """A short digest of the directory `entries` gave: equal exactly when the entries are."""
+    encoded = json.dumps(found, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(encoded).hexdigest()[:32]

@@ -7,6 +7,7 @@ others at its first heartbeat. The deployment's one address comes with it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -19,6 +20,7 @@ from vault_core import VAULT_NAME
 log = structlog.get_logger("vault_node")
 
 MAX_ENTRIES = 10_000
+VERSION = re.compile(r"[0-9a-f]{32}")
 MAX_HOLDERS = 16
 MAX_URL = 512
 
@@ -45,9 +47,25 @@ class Directory:
         self._entries: dict[str, Entry] = {}
         self.deployment: str | None = None
         """The one address as the center names it (`SECONDBRAIN_CENTER_MCP_URL`)."""
+        self.version: str | None = None
+        """The center's version of the entries held, sent back at each heartbeat: the
+        center sends the directory again only when it differs."""
 
-    def replace(self, entries: Iterable[Entry]) -> None:
+    def replace(self, entries: Iterable[Entry], version: str | None = None) -> None:
         self._entries = {entry.vault: entry for entry in entries}
+        self.version = version
+
+    def learn(self, sent: object, version: object) -> None:
+        """Apply a heartbeat answer's `directory` and `directory_version`: a directory sent
+        replaces the one held; none sent keeps it only when the version is the one held
+        (a center that sends neither, or another version without a directory, empties it:
+        forwarding on an unconfirmed directory could send a call to the wrong node)."""
+        known = version if isinstance(version, str) and VERSION.fullmatch(version) else None
+        if sent is None:
+            if known is None or known != self.version:
+                self.replace([])
+            return
+        self.replace(parse(sent), known if isinstance(sent, list) else None)
 
     def get(self, vault: str) -> Entry | None:
         return self._entries.get(vault)

@@ -2,9 +2,10 @@
 vaults placed here.
 
 Every `heartbeat_interval` the node posts, with its own credential, the vaults it holds,
-the revocation seq it accepted and its audit checkpoint. The answer names the vaults placed
-on this node (`placement` creates one it does not hold yet on the first call that names it),
-where every vault of the deployment lives and its one address (`directory`).
+the revocation seq it accepted, its audit checkpoint and the version of the directory it
+holds. The answer names the vaults placed on this node (`placement` creates one it does not
+hold yet on the first call that names it), where every vault of the deployment lives and
+its one address (`directory`, sent only when its version changed).
 A failed beat is logged — never the credential — and retried at the next one; it never
 stops the node.
 """
@@ -66,13 +67,14 @@ class Heartbeat:
         self.checkpoint_ok: bool | None = None
 
     def body(self) -> dict[str, Any]:
-        """What the center's `HeartbeatIn` takes: vaults, revocation seq, checkpoint."""
+        """What the center's `HeartbeatIn` takes: vaults, revocation seq, checkpoint and
+        the directory's version (once the center has sent one)."""
         state = self.revocation
         checkpoint = state.checkpoint
         names = self.vaults()
         if len(names) > MAX_VAULTS:
             log.warning("heartbeat_vaults_cut", vaults=len(names), sent=MAX_VAULTS)
-        return {
+        sent: dict[str, Any] = {
             "vaults": names[:MAX_VAULTS],
             "revocation_seq": state.seq,
             "audit_checkpoint": (
@@ -81,6 +83,9 @@ class Heartbeat:
                 else None
             ),
         }
+        if self.directory.version is not None:
+            sent["directory_version"] = self.directory.version
+        return sent
 
     def beat_once(self) -> bool:
         """One heartbeat; False (and one log line) when it failed."""
@@ -93,10 +98,13 @@ class Heartbeat:
     def _beat(self) -> bool:
         config = self.config()
         headers = {"Authorization": f"Bearer {config.node_credential}"}
+        body = self.body()
         try:
-            response = httpx.post(
-                self.url, json=self.body(), headers=headers, timeout=FETCH_TIMEOUT
-            )
+            response = httpx.post(self.url, json=body, headers=headers, timeout=FETCH_TIMEOUT)
+            if response.status_code == 422 and body.pop("directory_version", None):
+                # A center from before directory versions (a rolling upgrade of several)
+                # refuses the field: asked again as it knows, it sends the whole directory.
+                response = httpx.post(self.url, json=body, headers=headers, timeout=FETCH_TIMEOUT)
         except httpx.HTTPError as exc:
             log.warning("heartbeat_failed", error=reason_of(exc))
             return False
@@ -119,7 +127,7 @@ class Heartbeat:
 
     def _apply(self, answer: dict[str, Any]) -> None:
         self.placements.replace(_placements(answer.get("placements")))
-        self.directory.replace(directory.parse(answer.get("directory")))
+        self.directory.learn(answer.get("directory"), answer.get("directory_version"))
         self.directory.deployment = directory.deployment_url(answer.get("mcp_url"))
         self.learned()
         self._note_checkpoint(answer.get("checkpoint_ok"))

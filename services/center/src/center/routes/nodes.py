@@ -46,6 +46,12 @@ class HeartbeatIn(BaseModel):
     vaults: list[str] = Field(default_factory=list, max_length=nodes.MAX_VAULTS)
     revocation_seq: int | None = Field(None, ge=0, le=BIGINT)
     audit_checkpoint: CheckpointIn | None = None
+    directory_version: str | None = Field(
+        None,
+        pattern=r"^[0-9a-f]{32}$",
+        description="The `directory_version` of the directory the node holds: an unchanged "
+        "directory is not sent again",
+    )
 
 
 class Checkpoint(Out):
@@ -92,7 +98,10 @@ class Heartbeat(Out):
     revocation_seq: int = Field(description="The feed's seq now")
     checkpoint_ok: bool | None = Field(description="Whether the center's chain holds it")
     mcp_url: str | None = Field(description="The deployment's one MCP address, if set")
-    directory: list[Holders] = Field(description="Where every vault lives")
+    directory: list[Holders] | None = Field(
+        description="Where every vault lives; null when it is the one the node holds"
+    )
+    directory_version: str = Field(description="The directory's version, to send back")
 
 
 class Vault(Out):
@@ -157,7 +166,13 @@ async def heartbeat(body: HeartbeatIn, center: CenterDep, node_id: NodeCaller) -
     answer = await nodes.heartbeat(center.store, center.keyring, node_id, beat)
     async with center.store.read() as session:
         found = await directory.entries(session)
-    return {**answer, "mcp_url": center.settings.mcp_url, "directory": found}
+    version = directory.version(found)
+    return {
+        **answer,
+        "mcp_url": center.settings.mcp_url,
+        "directory": None if body.directory_version == version else found,
+        "directory_version": version,
+    }
 
 
 @router.get(
