@@ -735,9 +735,11 @@ def test_reconcile_rechecks_that_a_file_is_gone_before_removing_it(
     index = build({"a.md": "# A\n", "b.md": "[[a]]\n"})
     real_walk = paths.walk
 
-    def walk_missing_a(root: Path, prefix: str = "", skipped: Any = None) -> Iterator[paths.Entry]:
+    def walk_missing_a(
+        root: Path, prefix: str = "", skipped: Any = None, temps: Any = None
+    ) -> Iterator[paths.Entry]:
         # the walk ran while a.md was mid-rename: it did not see it, but it is there
-        return (e for e in real_walk(root, prefix, skipped) if e.rel != "a.md")
+        return (e for e in real_walk(root, prefix, skipped, temps) if e.rel != "a.md")
 
     monkeypatch.setattr(paths, "walk", walk_missing_a)
     assert without_seconds(index.reconcile()) == (1, 0, 0, 0)
