@@ -8,10 +8,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +29,7 @@ from vault_node.config import NodeConfig, load_config
 from vault_node.directory import Directory
 from vault_node.errors import ConfigError
 from vault_node.heartbeat import HEARTBEAT_PATH, _placements
-from vault_node.testing import PUBLIC_URL, RESOURCE, make_config, mint
+from vault_node.testing import PUBLIC_URL, RESOURCE, StubCenter, make_config, mint
 
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
 PONG = {"jsonrpc": "2.0", "id": 1, "result": {}}
@@ -454,39 +452,20 @@ async def test_a_node_sends_its_directory_version_back_and_keeps_the_directory_w
             assert node.directory.get("farther") is not None
 
 
-@contextlib.contextmanager
-def old_center(bodies: list[dict[str, Any]]) -> Iterator[str]:
-    """A heartbeat route as a center from before directory versions answers it: the field
-    refused (422), the whole directory and no version otherwise. Its URL."""
+class OldCenter(StubCenter):
+    """A center from before directory versions: the field refused (422), else the whole
+    directory and no version. The bodies it was sent are in `bodies`."""
 
-    class Route(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            bodies.append(body)
-            answer: dict[str, Any] = {"detail": "extra fields not permitted"}
-            status = 422 if "directory_version" in body else 200
-            if status == 200:
-                holders = ["https://node-b.test/mcp"]
-                answer = {"node": "node-a", "placements": [], "revocation_seq": 0}
-                answer["directory"] = [{"vault": "far", "nodes": holders, "epoch": None}]
-            encoded = json.dumps(answer).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(encoded)))
-            self.end_headers()
-            self.wfile.write(encoded)
+    def __init__(self, key: SigningKey) -> None:
+        super().__init__(key)
+        self.bodies: list[dict[str, Any]] = []
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Route)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}{HEARTBEAT_PATH}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    def post(self, path: str, credential: str, body: Any) -> tuple[int, Any]:
+        self.bodies.append(body)
+        if "directory_version" in body:
+            return 422, {"detail": "extra fields not permitted"}
+        far = {"vault": "far", "nodes": ["https://node-b.test/mcp"], "epoch": None}
+        return 200, {"node": "node-a", "placements": [], "revocation_seq": 0, "directory": [far]}
 
 
 @pytest.mark.asyncio
@@ -501,15 +480,17 @@ async def test_a_center_from_before_directory_versions_is_asked_again_without_on
     assert await beat(node)
     learned = node.directory.version
     assert learned is not None
-    bodies: list[dict[str, Any]] = []
-    with old_center(bodies) as url:
-        node.heartbeat.url = url
+    old = OldCenter(SigningKey.generate())
+    try:
+        node.heartbeat.url = f"{old.url}{HEARTBEAT_PATH}"
         assert await beat(node)
-        assert [("directory_version" in body) for body in bodies] == [True, False]
+        assert [("directory_version" in body) for body in old.bodies] == [True, False]
         assert [entry.vault for entry in node.directory.entries()] == ["far"]
         assert node.directory.version is None
         assert await beat(node)
-        assert [("directory_version" in body) for body in bodies] == [True, False, False]
+        assert [("directory_version" in body) for body in old.bodies] == [True, False, False]
+    finally:
+        old.close()
 
 
 def test_a_directory_is_kept_only_for_the_version_it_came_with() -> None:
