@@ -50,6 +50,9 @@ IMAGES = {
     "center": "localhost/secondbrain-center:test",
 }
 SIZES: dict[str, str] = {}
+SETTLING = 45.0
+"""Seconds a call may wait out a vault between primaries: a lease and its grace (12 s), a
+promotion, and room for a loaded machine."""
 
 
 def podman(
@@ -582,23 +585,22 @@ def test_prometheus_scrapes_both_nodes(stack: Stack) -> None:
 async def test_a_restarted_node_keeps_its_vaults_index_and_history(
     stack: Stack, token: str
 ) -> None:
+    """The calls wait out a lease settling (`settling`): `team` is replicated, and a restart
+    that takes longer than a lease on a loaded machine hands its primary to node-b."""
     url = f"{public('node-a')}/mcp"
+    survivor = {"vault": "team", "path": "wiki/survivor"}
     async with mcp_session(url, token, stack.tls) as session:
-        await call(
-            session,
-            "note_create",
-            {"vault": "team", "path": "wiki/survivor", "content": "# Survivor\n\nzanzibar\n"},
-        )
+        content = {"content": "# Survivor\n\nzanzibar\n"}
+        await call(session, "note_create", survivor | content, settling=SETTLING)
     podman("restart", container("node-a"), timeout=120)
     wait_healthy(container("node-a"))
     wait_proxied(stack, "node-a")  # a restarted container has a new address: Caddy finds it
     try:
         async with mcp_session(url, token, stack.tls) as session:
-            read = await call(session, "note_read", {"vault": "team", "path": "wiki/survivor"})
-            found = await call(session, "note_search", {"vault": "team", "query": "zanzibar"})
-            history = await call(
-                session, "note_history", {"vault": "team", "path": "wiki/survivor"}
-            )
+            read = await call(session, "note_read", survivor, settling=SETTLING)
+            query = {"vault": "team", "query": "zanzibar"}
+            found = await call(session, "note_search", query, settling=SETTLING)
+            history = await call(session, "note_history", survivor, settling=SETTLING)
     except Exception as exc:  # any failure: say what the nodes saw
         pytest.fail(f"node-a after its restart: {exc!r}\n{tails('node-a', 'node-b')}")
     assert "zanzibar" in read["content"]

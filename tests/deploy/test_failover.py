@@ -38,6 +38,7 @@ from vault_core.paths import TEMP_PREFIX
 from vault_node.testing import free_port
 
 from .conftest import (
+    RETRIED,
     CenterSetup,
     Service,
     clean_env,
@@ -61,8 +62,6 @@ WRITERS = 4
 DEADLINE = 120.0
 """Seconds to wait for a failover, a move or a copy to catch up: a lease (10 s) and its
 grace (2 s) take 12 of them; the rest is room for a loaded machine."""
-RETRIED = frozenset({"failing_over", "unavailable", "not_primary", "misdirected"})
-"""What a writer is told that it retries: the vault is between primaries."""
 
 
 @dataclass
