@@ -14,7 +14,7 @@ import pytest
 from fastapi import FastAPI
 
 from center import audit as audit_module
-from center import nodes
+from center import directory, nodes
 from center import testing as t
 from center.log import configure_logging
 
@@ -133,16 +133,18 @@ async def test_a_heartbeat_records_what_the_node_reports(
     body = {"vaults": ["team", "ops", "team"], "revocation_seq": feed["seq"]}
     answer = await beat(client, node, **body, audit_checkpoint=checkpoint)
     assert answer.status_code == 200, answer.text
+    where = [
+        {"vault": "ops", "nodes": [NODE_A], "epoch": None},
+        {"vault": "team", "nodes": [NODE_A], "epoch": None},
+    ]
     assert answer.json() == {
         "node": "a",
         "placements": [],
         "revocation_seq": feed["seq"],
         "checkpoint_ok": True,
         "mcp_url": None,
-        "directory": [
-            {"vault": "ops", "nodes": [NODE_A], "epoch": None},
-            {"vault": "team", "nodes": [NODE_A], "epoch": None},
-        ],
+        "directory": where,
+        "directory_version": directory.version(where),
     }
     (listed,) = (await client.get("/v1/nodes", headers=t.ADMIN)).json()["nodes"]
     assert listed["vaults"] == ["ops", "team"]
