@@ -114,7 +114,7 @@ def figures(n: int) -> None:
         rounds = [[f"{rng.choice(words)} {rng.choice(words)}" for _ in range(60)] for _ in range(3)]
         hint = query.highlight
         ten = [m.path for m in vectors.nearest(rounds[0][0], 10)]
-        asked = {q: model.embed([q])[0] for questions in rounds for q in questions}
+        asked = {q: model.embed_questions([q])[0] for questions in rounds for q in questions}
         ranked = {
             q: search.ranking(
                 index, q, search.Filters(), hybrid.POOL, every_first=hybrid.EVERY_WORD
@@ -127,7 +127,7 @@ def figures(n: int) -> None:
             "keyword": lambda q: hybrid.find(index, vectors, q, limit=10, mode="keyword"),
             "hybrid": lambda q: hybrid.find(index, vectors, q, limit=10),
             "semantic": lambda q: hybrid.find(index, vectors, q, limit=10, mode="semantic"),
-            "  its query embedding": lambda q: model.embed([q]),
+            "  its query embedding": lambda q: model.embed_questions([q]),
             "  its vector search": lambda q: vectors.nearest_to(asked[q], hybrid.POOL),
             "  its keyword side": lambda q: search.ranking(
                 index, q, search.Filters(), hybrid.POOL, every_first=hybrid.EVERY_WORD

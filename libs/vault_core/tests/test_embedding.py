@@ -96,3 +96,102 @@ def test_a_local_onnx_model_can_take_the_bundled_ones_place(tmp_path: Path) -> N
     cat, kitten, car = model.embed(["cat", "kitten kitten", "car truck"])
     assert float(cat @ kitten) > 0.9 > float(cat @ car)
     assert np.allclose(np.linalg.norm(model.embed(["cat car", "[PAD]"]), axis=1)[0], 1.0)
+
+
+def test_a_model_hub_folder_with_the_model_in_onnx_and_a_file_named_directly(
+    tmp_path: Path,
+) -> None:
+    folder = tiny_onnx_model(tmp_path / "hub-model")
+    (folder / "onnx").mkdir()
+    (folder / "model.onnx").rename(folder / "onnx" / "model.onnx")
+    quantised = (folder / "onnx" / "model.onnx").read_bytes()  # a second file to pick
+    (folder / "onnx" / "model_quantized.onnx").write_bytes(quantised)
+    whole = embedding.load(f"onnx:{folder}")
+    assert whole is not None
+    assert whole.name == "onnx-hub-model"
+    picked = embedding.load(f"onnx:{folder / 'onnx' / 'model_quantized.onnx'}")
+    assert picked is not None
+    assert picked.name == "onnx-hub-model-model_quantized"
+    assert np.allclose(whole.embed(["cat"]), picked.embed(["cat"]))
+    with pytest.raises(InvalidArgumentError, match=r"not an \.onnx file"):
+        embedding.load(f"onnx:{folder / 'tokenizer.json'}")
+    (folder / "tokenizer.json").unlink()
+    with pytest.raises(InvalidArgumentError, match=r"no tokenizer\.json"):
+        embedding.load(f"onnx:{folder}")
+
+
+def test_the_folders_prompts_and_pooling_are_used_and_change_the_models_name(
+    tmp_path: Path,
+) -> None:
+    folder = tiny_onnx_model(tmp_path / "e5-like")
+    plain = embedding.load(f"onnx:{folder}")
+    assert plain is not None
+    # sentence-transformers' own files: E5's prompts, and the first token's vector
+    (folder / "config_sentence_transformers.json").write_text(
+        '{"prompts": {"query": "kitten ", "passage": "truck "}}'
+    )
+    (folder / "1_Pooling").mkdir()
+    (folder / "1_Pooling" / "config.json").write_text('{"pooling_mode_cls_token": true}')
+    prompted = embedding.load(f"onnx:{folder}")
+    assert prompted is not None
+    assert prompted.name.startswith("onnx-e5-like-")
+    assert prompted.name != plain.name
+    # the first token is now the prompt's: every question reads as "kitten", every
+    # section as "truck", whatever follows
+    (question,) = prompted.embed_questions(["car"])
+    (section,) = prompted.embed(["cat"])
+    assert np.allclose(question, plain.embed(["kitten"])[0], atol=1e-6)
+    assert np.allclose(section, plain.embed(["truck"])[0], atol=1e-6)
+    # secondbrain's own file wins over them
+    (folder / "embedding.json").write_text('{"pooling": "mean", "query_prefix": ""}')
+    own = embedding.load(f"onnx:{folder}")
+    assert own is not None
+    assert np.allclose(own.embed_questions(["cat"]), plain.embed(["cat"]), atol=1e-6)
+    assert own.name not in (plain.name, prompted.name)  # the passages still say "truck"
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ('{"pooling": "median"}', "pooling must be one of"),
+        ('{"query_prefix": 3}', "are text"),
+        ('{"max_tokens": 0}', "max_tokens"),
+        ('{"max_tokens": true}', "max_tokens"),
+        ('{"normalize": false}', "unknown keys"),
+        ("[1, 2]", "JSON object"),
+        ("{not json", "not readable JSON"),
+    ],
+)
+def test_a_bad_embedding_json_is_refused_with_what_is_wrong(
+    tmp_path: Path, settings: str, message: str
+) -> None:
+    folder = tiny_onnx_model(tmp_path / "model")
+    (folder / "embedding.json").write_text(settings)
+    with pytest.raises(InvalidArgumentError, match=message):
+        embedding.load(f"onnx:{folder}")
+
+
+def test_the_last_tokens_pooling_takes_the_last_real_token_of_each_text(tmp_path: Path) -> None:
+    folder = tiny_onnx_model(tmp_path / "model")
+    plain = embedding.load(f"onnx:{folder}")
+    (folder / "embedding.json").write_text('{"pooling": "last"}')
+    last = embedding.load(f"onnx:{folder}")
+    assert plain is not None
+    assert last is not None
+    # "car cat" padded beside a longer text still ends at "cat", not at a pad
+    vectors = last.embed(["car cat", "cat car truck"])
+    assert np.allclose(vectors[0], plain.embed(["cat"])[0], atol=1e-6)
+    assert np.allclose(vectors[1], plain.embed(["truck"])[0], atol=1e-6)
+
+
+def test_max_pooling_takes_each_dimensions_largest_over_the_real_tokens(tmp_path: Path) -> None:
+    folder = tiny_onnx_model(tmp_path / "model")
+    (folder / "1_Pooling").mkdir()
+    (folder / "1_Pooling" / "config.json").write_text(
+        '{"pooling_mode_mean_tokens": false, "pooling_mode_max_tokens": true}'
+    )
+    model = embedding.load(f"onnx:{folder}")
+    assert model is not None
+    (vector, _) = model.embed(["cat car", "cat car truck kitten"])
+    expected = np.array([1, 0.1, 1, 0.1], dtype=np.float32)  # cat's and car's largest
+    assert np.allclose(vector, expected / np.linalg.norm(expected), atol=1e-6)

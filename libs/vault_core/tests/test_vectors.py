@@ -46,6 +46,9 @@ class Counting:
         assert model is not None
         return model.embed(texts)
 
+    def embed_questions(self, texts: Sequence[str]) -> Vectors:
+        return self.embed(texts)
+
 
 def wait(condition: Callable[[], bool], seconds: float = 60) -> None:
     end = time.monotonic() + seconds

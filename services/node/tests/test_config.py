@@ -188,3 +188,18 @@ def test_embedding_off_written_bare_in_yaml_means_off(
 ) -> None:
     config = load_config(write(tmp_path, BASE + f"embedding: {written}\n"))
     assert config.embedding == meant
+
+
+def test_embedding_onnx_takes_a_model_folder_or_an_onnx_file_in_it(tmp_path: Path) -> None:
+    folder = tmp_path / "e5-small"
+    (folder / "onnx").mkdir(parents=True)
+    (folder / "onnx" / "model_quantized.onnx").write_bytes(b"")
+    for spec in (f"onnx:{folder}", f"onnx:{folder / 'onnx' / 'model_quantized.onnx'}"):
+        config = load_config(write(tmp_path, BASE + f"embedding: {spec}\n"))
+        assert config.embedding == spec
+    for spec in (f"onnx:{tmp_path / 'missing'}", f"onnx:{folder / 'onnx' / 'notes.txt'}"):
+        (folder / "onnx" / "notes.txt").write_text("not a model")
+        assert (
+            "no such folder or .onnx file"
+            in problems(write(tmp_path, BASE + f"embedding: {spec}\n"))[0]
+        )

@@ -487,8 +487,11 @@ def _embedding_problem(spec: str) -> str | None:
     if spec in ("bundled", "off"):
         return None
     if spec.startswith("onnx:"):
-        folder = Path(spec.removeprefix("onnx:")).expanduser()
-        if not folder.is_dir():
-            return f"embedding {spec!r}: no such folder; give the folder of an ONNX model"
+        path = Path(spec.removeprefix("onnx:")).expanduser()
+        if not path.is_dir() and not (path.is_file() and path.suffix == ".onnx"):
+            return (
+                f"embedding {spec!r}: no such folder or .onnx file; give the folder of an ONNX"
+                " model (or the .onnx file in it)"
+            )
         return None
     return f"embedding {spec!r} must be bundled, off or onnx:/path/to/model-folder"

@@ -2,9 +2,9 @@
 
 `bundled` is WordLlama's `l2_supercat` (256 dimensions, MIT), whose weights and tokenizer
 are in its wheel: it is loaded from the package directory with downloads disabled, so no
-network is ever asked. `onnx:DIR` is a sentence-embedding model exported to ONNX with its
-`tokenizer.json` (onnxruntime and tokenizers must be installed): better quality, the
-operator's choice. Every vector comes back L2-normalised, as float32.
+network is ever asked. `onnx:PATH` is a sentence-embedding model exported to ONNX with its
+`tokenizer.json` (onnxruntime and tokenizers must be installed; `onnx_embedder`): the
+operator's choice of a stronger, slower model. Every vector comes back L2-normalised, as float32.
 """
 
 from __future__ import annotations
@@ -33,7 +33,13 @@ class Embedder(Protocol):
     name: str
     dimensions: int
 
-    def embed(self, texts: Sequence[str]) -> Vectors: ...
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """The vectors of a note's sections."""
+        ...
+
+    def embed_questions(self, texts: Sequence[str]) -> Vectors:
+        """The vectors of questions asked (a model may want them marked otherwise)."""
+        ...
 
 
 HEADS = {"wordllama-l2_supercat-256": 128}
@@ -89,6 +95,9 @@ class WordLlamaEmbedder:
         with self._lock:
             return normalised(self._model.embed(list(texts), batch_size=BATCH))
 
+    def embed_questions(self, texts: Sequence[str]) -> Vectors:
+        return self.embed(texts)  # a static model reads a question as any text
+
 
 def _quietly_import_wordllama() -> Any:
     """wordllama calls logging.basicConfig(level=INFO) when imported, which would print every
@@ -104,55 +113,6 @@ def _quietly_import_wordllama() -> Any:
     return wordllama
 
 
-@dataclass
-class OnnxEmbedder:
-    """A local ONNX sentence-embedding model: mean-pooled last hidden state."""
-
-    directory: Path
-    max_tokens: int = 256
-
-    def __post_init__(self) -> None:
-        try:
-            import onnxruntime  # noqa: PLC0415 — optional, only for this embedder
-            from tokenizers import Tokenizer  # noqa: PLC0415
-        except ImportError as exc:
-            raise InvalidArgumentError(
-                "embedding onnx: needs the onnxruntime and tokenizers packages; install "
-                "them, or use embedding: bundled"
-            ) from exc
-        model = next(iter(sorted(self.directory.glob("*.onnx"))), None)
-        tokenizer = self.directory / "tokenizer.json"
-        if model is None or not tokenizer.is_file():
-            raise InvalidArgumentError(
-                "embedding onnx: the folder needs a model .onnx file and tokenizer.json"
-            )
-        self._tokenizer = Tokenizer.from_file(str(tokenizer))
-        self._tokenizer.enable_truncation(self.max_tokens)
-        self._tokenizer.enable_padding()
-        self._session = onnxruntime.InferenceSession(str(model), providers=["CPUExecutionProvider"])
-        self._inputs = {i.name for i in self._session.get_inputs()}
-        self.name = f"onnx-{self.directory.name}"
-        self.dimensions = int(self._session.get_outputs()[0].shape[-1])
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        if not texts:
-            return np.zeros((0, self.dimensions), dtype=np.float32)
-        if len(texts) > BATCH:  # a round's thousands of sections at once: gigabytes
-            return np.concatenate(
-                [self.embed(texts[at : at + BATCH]) for at in range(0, len(texts), BATCH)]
-            )
-        encoded = self._tokenizer.encode_batch(list(texts))
-        ids = np.array([e.ids for e in encoded], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-        feed = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in self._inputs:
-            feed["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
-        return normalised(pooled)
-
-
 def load(spec: str) -> Embedder | None:
     """The embedder a setting names: `bundled`, `off`, or `onnx:FOLDER`."""
     spec = spec.strip()
@@ -161,6 +121,8 @@ def load(spec: str) -> Embedder | None:
     if spec == BUNDLED:
         return WordLlamaEmbedder()
     if spec.startswith("onnx:"):
+        from vault_core.search.onnx_embedder import OnnxEmbedder  # noqa: PLC0415 — optional
+
         return OnnxEmbedder(Path(spec.removeprefix("onnx:")).expanduser())
     raise InvalidArgumentError(
         f"embedding {spec!r} is not known; use bundled, off, or onnx:/path/to/model-folder"

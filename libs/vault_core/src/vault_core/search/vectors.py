@@ -347,7 +347,7 @@ class VectorStore:
             if known is not None:
                 self._questions[text] = known  # the most recent last
                 return known
-        vector: Vectors = self.embedder.embed([text])[0]
+        vector: Vectors = self.embedder.embed_questions([text])[0]
         vector.flags.writeable = False
         with self._lock:
             self._questions[text] = vector
