@@ -195,3 +195,5 @@ def test_max_pooling_takes_each_dimensions_largest_over_the_real_tokens(tmp_path
     (vector, _) = model.embed(["cat car", "cat car truck kitten"])
     expected = np.array([1, 0.1, 1, 0.1], dtype=np.float32)  # cat's and car's largest
     assert np.allclose(vector, expected / np.linalg.norm(expected), atol=1e-6)
+    (nothing,) = model.embed([""])  # no token at all: a zero vector, not a NaN
+    assert np.array_equal(nothing, np.zeros(4, dtype=np.float32))

@@ -70,17 +70,14 @@ class Located:
 
 def locate(path: Path) -> Located:
     """The model file, its tokenizer and its settings' folder for `onnx:PATH`."""
-    if path.is_file():
-        if path.suffix != ".onnx":
-            raise InvalidArgumentError(f"embedding onnx: {path.name} is not an .onnx file")
-        model = path
-    else:
-        model = _model_in(path) or _model_in(path / "onnx")  # type: ignore[assignment]
-        if model is None:
-            raise InvalidArgumentError(
-                "embedding onnx: the folder needs a model .onnx file (in it or in onnx/) "
-                "and tokenizer.json"
-            )
+    if path.is_file() and path.suffix != ".onnx":
+        raise InvalidArgumentError(f"embedding onnx: {path.name} is not an .onnx file")
+    model = path if path.is_file() else _model_in(path) or _model_in(path / "onnx")
+    if model is None:
+        raise InvalidArgumentError(
+            "embedding onnx: the folder needs a model .onnx file (in it or in onnx/) "
+            "and tokenizer.json"
+        )
     for home in (model.parent, model.parent.parent):
         if (home / "tokenizer.json").is_file():
             return Located(model, home / "tokenizer.json", home)
@@ -206,6 +203,8 @@ class OnnxEmbedder:
         out = np.asarray(out, dtype=np.float32)
         if out.ndim == 2:  # one vector a text already
             return out
+        if out.shape[1] == 0:  # texts of no tokens at all: zero vectors
+            return np.zeros((len(out), out.shape[-1]), dtype=np.float32)
         if self.settings.pooling == "cls":
             first: Vectors = out[:, 0]
             return first
@@ -214,6 +213,7 @@ class OnnxEmbedder:
             return ends
         if self.settings.pooling == "max":  # each dimension's largest over the real tokens
             largest: Vectors = np.where(mask[:, :, None] > 0, out, -np.inf).max(axis=1)
+            largest[~np.isfinite(largest)] = 0.0  # a text of no tokens at all
             return largest
         weights = mask[:, :, None].astype(np.float32)
         pooled: Vectors = (out * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
