@@ -197,3 +197,35 @@ def test_max_pooling_takes_each_dimensions_largest_over_the_real_tokens(tmp_path
     assert np.allclose(vector, expected / np.linalg.norm(expected), atol=1e-6)
     (nothing,) = model.embed([""])  # no token at all: a zero vector, not a NaN
     assert np.array_equal(nothing, np.zeros(4, dtype=np.float32))
+
+
+def test_a_models_own_sentence_vector_is_used_and_an_unnamed_width_measured(
+    tmp_path: Path,
+) -> None:
+    """A model that pools itself (`sentence_embedding`, here the largest of each dimension,
+    which the mean pooling would not give) and whose outputs name their width rather than
+    give it."""
+    folder = tiny_onnx_model(tmp_path / "pooled")
+    table = np.zeros((6, 4), dtype=np.float32)
+    table[2], table[4] = [1, 0.1, 0, 0], [0, 0, 1, 0.1]
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["table", "input_ids"], ["last_hidden_state"]),
+         helper.make_node("ReduceMax", ["last_hidden_state"], ["sentence_embedding"],
+                          axes=[1], keepdims=0)],
+        "pooled",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"])],
+        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT,
+                                       ["batch", "seq", "width"]),
+         helper.make_tensor_value_info("sentence_embedding", TensorProto.FLOAT,
+                                       ["batch", "width"])],
+        [numpy_helper.from_array(table, "table")],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(folder / "model.onnx"))
+    loaded = embedding.load(f"onnx:{folder}")
+    assert loaded is not None
+    assert loaded.dimensions == 4
+    (vector,) = loaded.embed(["cat cat car"])
+    expected = np.array([1, 0.1, 1, 0.1], dtype=np.float32)  # the mean leans to "cat" 2:1
+    assert np.allclose(vector, expected / np.linalg.norm(expected), atol=1e-6)

@@ -197,8 +197,8 @@ def test_embedding_onnx_takes_a_model_folder_or_an_onnx_file_in_it(tmp_path: Pat
     for spec in (f"onnx:{folder}", f"onnx:{folder / 'onnx' / 'model_quantized.onnx'}"):
         config = load_config(write(tmp_path, BASE + f"embedding: {spec}\n"))
         assert config.embedding == spec
+    (folder / "onnx" / "notes.txt").write_text("not a model")
     for spec in (f"onnx:{tmp_path / 'missing'}", f"onnx:{folder / 'onnx' / 'notes.txt'}"):
-        (folder / "onnx" / "notes.txt").write_text("not a model")
         assert (
             "no such folder or .onnx file"
             in problems(write(tmp_path, BASE + f"embedding: {spec}\n"))[0]
