@@ -148,6 +148,13 @@ def test_the_folders_prompts_and_pooling_are_used_and_change_the_models_name(
     assert own is not None
     assert np.allclose(own.embed_questions(["cat"]), plain.embed(["cat"]), atol=1e-6)
     assert own.name not in (plain.name, prompted.name)  # the passages still say "truck"
+    # a shorter cut changes long texts' vectors, so the name too
+    (folder / "embedding.json").write_text(
+        '{"pooling": "mean", "query_prefix": "", "max_tokens": 1}'
+    )
+    shorter = embedding.load(f"onnx:{folder}")
+    assert shorter is not None
+    assert shorter.name not in (plain.name, prompted.name, own.name)
 
 
 @pytest.mark.parametrize(

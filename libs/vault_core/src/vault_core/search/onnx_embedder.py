@@ -27,7 +27,7 @@ import hashlib
 import json
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -54,10 +54,11 @@ class Settings:
     max_tokens: int = MAX_TOKENS
 
     def digest(self) -> str:
-        """A short mark of the settings that change the vectors ("" for the defaults)."""
-        if (self.pooling, self.query_prefix, self.passage_prefix) == ("mean", "", ""):
+        """A short mark of the settings, all of which change the vectors ("" for the
+        defaults, so a plain folder's name stays as it was)."""
+        if self == Settings():
             return ""
-        text = json.dumps([self.pooling, self.query_prefix, self.passage_prefix])
+        text = json.dumps([self.pooling, self.query_prefix, self.passage_prefix, self.max_tokens])
         return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
@@ -110,11 +111,12 @@ def settings(home: Path) -> Settings:
     if isinstance(length, int) and 0 < length < MAX_TOKENS:
         found["max_tokens"] = length
     own = _json(home / SETTINGS)
-    unknown = set(own) - {"pooling", "query_prefix", "passage_prefix", "max_tokens"}
+    known = [field.name for field in fields(Settings)]
+    unknown = set(own) - set(known)
     if unknown:
         raise InvalidArgumentError(
-            f"embedding onnx: {SETTINGS} has unknown keys {sorted(unknown)}; it knows pooling,"
-            " query_prefix, passage_prefix and max_tokens"
+            f"embedding onnx: {SETTINGS} has unknown keys {sorted(unknown)}; it knows"
+            f" {', '.join(known)}"
         )
     found.update(own)
     chosen = Settings(**found)
