@@ -276,6 +276,30 @@ async def call(
     return result.structured_content
 
 
+async def create_note(
+    session: ClientSession, arguments: dict[str, Any], *, settling: float
+) -> None:
+    """note_create made the way a careful client makes it while a vault may be failing over:
+    a `failing_over` answer may have been applied (errors.FailingOverError), so a retry told
+    the note exists reads it and accepts it when it holds the content sent."""
+    end = time.monotonic() + settling
+    uncertain = False
+    while True:
+        result = await session.call_tool("note_create", arguments)
+        code = (result.meta or {}).get("secondbrain/error", {}).get("code")
+        if not result.is_error:
+            return
+        if code == "exists" and uncertain:
+            where = {"vault": arguments["vault"], "path": arguments["path"]}
+            read = await call(session, "note_read", where, settling=settling)
+            assert arguments["content"].strip() in read["content"], read
+            return
+        assert code in RETRIED, ("note_create", result.content)
+        assert time.monotonic() < end, ("note_create", "still settling", result.content)
+        uncertain = uncertain or code == "failing_over"
+        await asyncio.sleep(1)
+
+
 async def _admin_sql(url: str, statement: str) -> None:
     connection = await asyncpg.connect(url, timeout=10)
     try:

@@ -37,7 +37,7 @@ import pytest
 
 from tickets import ChainVerifier, SigningKey
 
-from .conftest import BIN, ROOT, call, mcp_session
+from .conftest import BIN, ROOT, call, create_note, mcp_session
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -595,7 +595,7 @@ async def test_a_restarted_node_keeps_its_vaults_index_and_history(
     survivor = {"vault": "team", "path": "wiki/survivor"}
     async with mcp_session(url, token, stack.tls) as session:
         content = {"content": "# Survivor\n\nzanzibar\n"}
-        await call(session, "note_create", survivor | content, settling=SETTLING)
+        await create_note(session, survivor | content, settling=SETTLING)
     podman("restart", container("node-a"), timeout=120)
     wait_healthy(container("node-a"))
     wait_proxied(stack, "node-a")  # a restarted container has a new address: Caddy finds it
