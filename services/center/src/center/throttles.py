@@ -26,6 +26,7 @@ IDLE = 600.0
 """A bucket idle this long starts full again (as `tickets.Buckets`)."""
 
 State = list[float]
+KEY = ("name", "key_hash")
 
 
 def _digest(key: str) -> str:
@@ -33,14 +34,19 @@ def _digest(key: str) -> str:
 
 
 async def _locked(session: AsyncSession, name: str, key: str, now: float) -> Throttle:
-    """The row of (`name`, `key`), made if missing, locked until the transaction ends."""
+    """The row of (`name`, `key`), made if missing, locked until the transaction ends.
+
+    One statement makes and locks it: an upsert whose update changes nothing locks the row
+    it meets, and a row another process prunes meanwhile is made anew. An insert that did
+    nothing on a conflict, then a SELECT FOR UPDATE, found the row gone when another
+    center pruned it in between (an expired row: a source idle for a while)."""
     insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
     values = {"name": name, "key_hash": _digest(key), "state": "[]", "expires": int(now)}
-    await session.execute(insert(Throttle).values(**values).on_conflict_do_nothing())
-    row = await session.get(
-        Throttle, (name, values["key_hash"]), with_for_update=True, populate_existing=True
-    )
-    assert row is not None  # inserted above, and only `prune` deletes (expired rows)
+    upsert = insert(Throttle).values(**values)
+    kept = {"expires": Throttle.__table__.c.expires}
+    await session.execute(upsert.on_conflict_do_update(index_elements=KEY, set_=kept))
+    row = await session.get(Throttle, (name, values["key_hash"]), populate_existing=True)
+    assert row is not None  # locked by the upsert: no other transaction can delete it
     return row
 
 
