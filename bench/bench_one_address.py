@@ -17,13 +17,11 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import httpx
-from bench_propagation import ADMIN, Cluster, env, pct, python, start
+from bench_propagation import Cluster, pct, start_center, start_node
 
-from tickets import SigningKey
-from vault_node.testing import free_port, stop, wait_ready
+from vault_node.testing import stop
 
 CALLS = int(os.environ.get("BENCH_ONE_ADDRESS_CALLS", "400"))
 WARMUP = 20
@@ -34,55 +32,20 @@ ONE = "https://brain.example/mcp"
 @contextmanager
 def cluster(root: Path) -> Iterator[Cluster]:
     """A center with the one address set and two nodes, each holding one vault."""
-    port = free_port()
-    center_url = f"http://127.0.0.1:{port}"
-    prefix = "SECONDBRAIN_CENTER_"
-    center_env = env(
-        **{
-            f"{prefix}SECRET": SigningKey.generate().export_secret(),
-            f"{prefix}ADMIN_TOKEN": ADMIN,
-            f"{prefix}DATA_DIR": str(root / "center"),
-            f"{prefix}ISSUER": center_url,
-            f"{prefix}PORT": str(port),
-            f"{prefix}MCP_URL": ONE,
-            f"{prefix}LOG_LEVEL": "warning",
-        }
-    )
-    processes = [start(python("center.cli", "serve"), center_env, root / "center.log")]
+    center_url, center = start_center(root, mcp_url=ONE)
+    processes = [center]
     try:
-        if problem := wait_ready(center_url, processes[0], root / "center.log", 60):
-            raise SystemExit(problem)
         running = Cluster(center_url, [])
         for name, vault in NODE_VAULTS.items():
-            processes.append(node(running, root / name, name, vault))
+            folder = root / name / "data" / vault
+            folder.mkdir(parents=True)
+            (folder / "note.md").write_text("# Note\n\n" + "words " * 200 + "\n")
+            setting = "heartbeat_interval: 1s\nembedding: off\n"
+            processes.append(start_node(running, root / name, name, vault, setting))
         yield running
     finally:
         for process in reversed(processes):
             stop(process)
-
-
-def node(running: Cluster, root: Path, name: str, vault: str) -> Any:
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    (root / "data" / vault).mkdir(parents=True)
-    (root / "data" / vault / "note.md").write_text("# Note\n\n" + "words " * 200 + "\n")
-    body = {"id": name, "resource": f"{base}/mcp"}
-    credential = running.call("POST", "/v1/nodes", body=body)["credential"]
-    config = root / "node.yaml"
-    config.write_text(
-        f"public_url: {base}\nlisten: 127.0.0.1:{port}\ndata_dir: {root / 'data'}\n"
-        f"default_vault: {vault}\nwatch: false\ncenter_url: {running.center}\nnode_id: {name}\n"
-        "heartbeat_interval: 1s\nrate_limit: 1000000000\nlog_level: warn\nembedding: off\n"
-    )
-    process = start(
-        python("vault_node.cli", "serve", "--config", str(config)),
-        env(SECONDBRAIN_NODE_CREDENTIAL=credential),
-        root / "node.log",
-    )
-    if problem := wait_ready(base, process, root / "node.log", 60):
-        raise SystemExit(problem)
-    running.nodes.append(f"{base}/mcp")
-    return process
 
 
 READ = {

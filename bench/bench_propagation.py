@@ -75,46 +75,43 @@ def start(command: list[str], environment: dict[str, str], log: Path) -> subproc
         return subprocess.Popen(command, env=environment, stdout=sink, stderr=subprocess.STDOUT)
 
 
-@contextmanager
-def cluster(root: Path, poll: float) -> Iterator[Cluster]:
-    """A center and two nodes polling every `poll` seconds; all stopped by their PIDs."""
+def start_center(root: Path, **settings: str) -> tuple[str, subprocess.Popen[bytes]]:
+    """A center on a free port, its SQLite data under `root`/center, ready: its URL and
+    process. `settings` adds SECONDBRAIN_CENTER_<NAME> values."""
     port = free_port()
-    center_url = f"http://127.0.0.1:{port}"
-    prefix = "SECONDBRAIN_CENTER_"
-    center_env = env(
-        **{
-            f"{prefix}SECRET": SigningKey.generate().export_secret(),
-            f"{prefix}ADMIN_TOKEN": ADMIN,
-            f"{prefix}DATA_DIR": str(root / "center"),
-            f"{prefix}ISSUER": center_url,
-            f"{prefix}PORT": str(port),
-            f"{prefix}LOG_LEVEL": "warning",
-        }
-    )
-    processes = [start(python("center.cli", "serve"), center_env, root / "center.log")]
-    try:
-        if problem := wait_ready(center_url, processes[0], root / "center.log", 60):
-            raise SystemExit(problem)
-        running = Cluster(center_url, [])
-        for name in ("node-a", "node-b"):
-            processes.append(node(running, root / name, name, poll))
-        yield running
-    finally:
-        for process in reversed(processes):
-            stop(process)
+    url = f"http://127.0.0.1:{port}"
+    values = {
+        "SECRET": SigningKey.generate().export_secret(),
+        "ADMIN_TOKEN": ADMIN,
+        "DATA_DIR": str(root / "center"),
+        "ISSUER": url,
+        "PORT": str(port),
+        "LOG_LEVEL": "warning",
+        **{name.upper(): value for name, value in settings.items()},
+    }
+    environment = env(**{f"SECONDBRAIN_CENTER_{name}": value for name, value in values.items()})
+    process = start(python("center.cli", "serve"), environment, root / "center.log")
+    if problem := wait_ready(url, process, root / "center.log", 60):
+        stop(process)
+        raise SystemExit(problem)
+    return url, process
 
 
-def node(running: Cluster, root: Path, name: str, poll: float) -> subprocess.Popen[bytes]:
+def start_node(
+    running: Cluster, root: Path, name: str, vault: str, settings: str
+) -> subprocess.Popen[bytes]:
+    """Node `name` registered with the center and serving `vault` from `root`/data, ready;
+    `settings` adds lines to its config. Its MCP URL joins `running.nodes`."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    (root / "data" / "team").mkdir(parents=True)
+    (root / "data" / vault).mkdir(parents=True, exist_ok=True)
     body = {"id": name, "resource": f"{base}/mcp"}
     credential = running.call("POST", "/v1/nodes", body=body)["credential"]
     config = root / "node.yaml"
     config.write_text(
         f"public_url: {base}\nlisten: 127.0.0.1:{port}\ndata_dir: {root / 'data'}\n"
-        f"default_vault: team\nwatch: false\ncenter_url: {running.center}\nnode_id: {name}\n"
-        f"revocation_poll: {poll}s\nmax_stale: 1h\nrate_limit: 1000000000\nlog_level: warn\n"
+        f"default_vault: {vault}\nwatch: false\ncenter_url: {running.center}\nnode_id: {name}\n"
+        f"rate_limit: 1000000000\nlog_level: warn\n{settings}"
     )
     process = start(
         python("vault_node.cli", "serve", "--config", str(config)),
@@ -122,9 +119,26 @@ def node(running: Cluster, root: Path, name: str, poll: float) -> subprocess.Pop
         root / "node.log",
     )
     if problem := wait_ready(base, process, root / "node.log", 60):
+        stop(process)
         raise SystemExit(problem)
     running.nodes.append(f"{base}/mcp")
     return process
+
+
+@contextmanager
+def cluster(root: Path, poll: float) -> Iterator[Cluster]:
+    """A center and two nodes polling every `poll` seconds; all stopped by their PIDs."""
+    center_url, center = start_center(root)
+    processes = [center]
+    try:
+        running = Cluster(center_url, [])
+        for name in ("node-a", "node-b"):
+            setting = f"revocation_poll: {poll}s\nmax_stale: 1h\n"
+            processes.append(start_node(running, root / name, name, "team", setting))
+        yield running
+    finally:
+        for process in reversed(processes):
+            stop(process)
 
 
 def first_refusal(running: Cluster, url: str, token: str, since: float, lags: list[float]) -> None:
