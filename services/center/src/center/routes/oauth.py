@@ -283,6 +283,17 @@ async def _spend_fetch(oauth: OAuthServer, center: Center, ip: str, new_host: st
         )
 
 
+async def _asked(
+    request: Request, oauth: OAuthServer, center: Center
+) -> tuple[OAuthClient, AuthorizeRequest]:
+    """The client and the request its query asks for (its metadata document fetched first
+    when it names one): PageError or RedirectError when they cannot be served."""
+    params = _params(request)
+    await _fetch_document(oauth, center, params, _ip(request))
+    async with center.store.read() as session:
+        return await authorize.check(session, center.settings.vouched_resources, params)
+
+
 @router.get(
     "/authorize",
     summary="The sign-in page of the authorization code flow",
@@ -291,10 +302,7 @@ async def _spend_fetch(oauth: OAuthServer, center: Center, ip: str, new_host: st
 )
 async def authorize_page(request: Request, oauth: OAuth, center: CenterDep) -> Response:
     try:
-        params = _params(request)
-        await _fetch_document(oauth, center, params, _ip(request))
-        async with center.store.read() as session:
-            client, ask = await authorize.check(session, center.settings.vouched_resources, params)
+        client, ask = await _asked(request, oauth, center)
         await oauth.login.warm()
     except PageError as exc:
         return _page(exc)
@@ -352,10 +360,7 @@ def _stale() -> Response:
 )
 async def authorize_login(request: Request, oauth: OAuth, center: CenterDep) -> Response:
     try:
-        params = _params(request)
-        await _fetch_document(oauth, center, params, _ip(request))
-        async with center.store.read() as session:
-            client, ask = await authorize.check(session, center.settings.vouched_resources, params)
+        client, ask = await _asked(request, oauth, center)
         pending = Pending(oauth, center, client, ask)
         fields = await _posted(request) or {}
         if "consent" in fields:
