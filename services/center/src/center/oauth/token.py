@@ -119,6 +119,27 @@ def consented(member: Principal, vaults: Sequence[str] | None) -> tuple[str, ...
     return left
 
 
+async def _audience(
+    work: Change,
+    minter: Minter,
+    member: Principal,
+    *,
+    asked: Sequence[str],
+    signed_in_for: Sequence[str],
+    vaults: Sequence[str] | None,
+) -> list[str] | OAuthError:
+    """The new tokens' audience: the resources `asked` for among those the sign-in was for,
+    holding a vault the member consented to and still holds (`consented`), and the
+    deployment's one address when set."""
+    kept = consented(member, vaults)
+    if isinstance(kept, OAuthError):
+        return kept
+    aud = await resources.audience(work.session, minter.configured, asked, signed_in_for, kept)
+    if isinstance(aud, OAuthError):
+        return aud
+    return with_deployment(aud, minter.keyring.deployment)
+
+
 async def _member(work: Change, member_id: str, generation: int) -> Principal | None:
     """The member as it is now, if it still exists with the generation it signed in at."""
     member = await find(work.session, member_id)
@@ -153,15 +174,11 @@ async def redeem_code(work: Change, minter: Minter, ask: TokenRequest) -> Outcom
         return invalid_grant(
             "member_changed", f"the member changed or was removed; {SIGN_IN_AGAIN}"
         )
-    vaults = consented(member, row.vaults)
-    if isinstance(vaults, OAuthError):
-        return vaults
-    aud = await resources.audience(
-        work.session, minter.configured, ask.resource, row.resource, vaults
+    aud = await _audience(
+        work, minter, member, asked=ask.resource, signed_in_for=row.resource, vaults=row.vaults
     )
     if isinstance(aud, OAuthError):
         return aud
-    aud = with_deployment(aud, minter.keyring.deployment)
     family, token = await refresh.start(
         work,
         client_id=row.client_id,
@@ -211,15 +228,16 @@ async def rotate_refresh(work: Change, minter: Minter, ask: TokenRequest) -> Out
         return invalid_grant(
             "member_changed", f"the member changed or was removed; {SIGN_IN_AGAIN}"
         )
-    vaults = consented(member, family.vaults)
-    if isinstance(vaults, OAuthError):
-        return vaults
-    aud = await resources.audience(
-        work.session, minter.configured, ask.resource, family.resource, vaults
+    aud = await _audience(
+        work,
+        minter,
+        member,
+        asked=ask.resource,
+        signed_in_for=family.resource,
+        vaults=family.vaults,
     )
     if isinstance(aud, OAuthError):
         return aud
-    aud = with_deployment(aud, minter.keyring.deployment)
     if not repeat:
         refresh.rotate(work, row, family, successor, minter.refresh_seconds)
     assert row.rotated is not None
