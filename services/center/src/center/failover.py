@@ -27,11 +27,19 @@ WATCH_EVERY = 1.0
 SYSTEM = "system"
 
 
-def switch(
-    work: Change, lease: VaultLease, copies: list[Copy], target: Copy, ttl: int
+def promote(
+    work: Change,
+    lease: VaultLease,
+    copies: list[Copy],
+    target: Copy,
+    ttl: int,
+    *,
+    reason: str,
+    actor: str = SYSTEM,
 ) -> str | None:
-    """Make `target` primary at epoch+1 with a fresh lease; the old primary (returned)
-    becomes a replica, not in sync until it reports the new primary's head."""
+    """Make `target` primary at epoch+1 with a fresh lease, serving (a move under way
+    ends); the old primary (returned) becomes a replica, not in sync until it reports the
+    new primary's head. Audited as `vault.promote` (and `vault.demote`) by `actor`."""
     old = next((c for c in copies if c.role == PRIMARY), None)
     if old is not None:
         old.role, old.in_sync = REPLICA, False
@@ -39,14 +47,8 @@ def switch(
     lease.primary_node = target.node_id
     lease.epoch += 1
     lease.expires = work.now * 1000 + ttl * 1000
-    return old.node_id if old is not None else None
-
-
-def record_switch(
-    work: Change, vault: str, lease: VaultLease, new: str, old: str | None, **how: Any
-) -> None:
-    actor = how.get("actor", SYSTEM)
-    reason = how.get("reason", "")
+    lease.state, lease.move_target, lease.move_step = SERVING, None, None
+    new, vault = target.node_id, lease.vault
     work.record(
         "vault.promote",
         actor=actor,
@@ -55,15 +57,17 @@ def record_switch(
         object=f"node:{new}",
         reason=f"epoch {lease.epoch}; {reason}".strip("; "),
     )
-    if old is not None:
-        work.record(
-            "vault.demote",
-            actor=actor,
-            subject=old,
-            vault=vault,
-            object=f"node:{old}",
-            reason=f"replica from epoch {lease.epoch}",
-        )
+    if old is None:
+        return None
+    work.record(
+        "vault.demote",
+        actor=actor,
+        subject=old.node_id,
+        vault=vault,
+        object=f"node:{old.node_id}",
+        reason=f"replica from epoch {lease.epoch}",
+    )
+    return old.node_id
 
 
 def best(copies: list[Copy], alive: set[str]) -> Copy | None:
@@ -101,11 +105,9 @@ async def fail_over(work: Change, vault: str, grace: int, ttl: int) -> str | Non
         )
         log.error("vault.failover_stalled", vault=vault, epoch=lease.epoch)
         return None
-    moving = lease.state == MOVING
-    old = switch(work, lease, copies, target, ttl)
-    lease.state, lease.move_target, lease.move_step = SERVING, None, None
-    reason = f"lease of {old} expired" + ("; the move under way is dropped" if moving else "")
-    record_switch(work, vault, lease, target.node_id, old, reason=reason)
+    dropped = "; the move under way is dropped" if lease.state == MOVING else ""
+    old = lease.primary_node
+    promote(work, lease, copies, target, ttl, reason=f"lease of {old} expired{dropped}")
     log.warning("vault.promoted", vault=vault, node=target.node_id, epoch=lease.epoch, old=old)
     return target.node_id
 
@@ -171,11 +173,10 @@ async def force(work: Change, vault: str, node_id: str, *, force: bool, ttl: int
         raise InvalidArgumentError(
             "force", f"{why}; use `vault move` to switch safely, or --force to accept the loss"
         )
-    old = switch(work, lease, copies, target, ttl)
-    lease.state, lease.move_target, lease.move_step = SERVING, None, None
     words = "forced by the operator" if force else "by the operator"
     if force:
         words += f"; {node_id} was {'in sync' if target.in_sync else 'NOT in sync'}"
+    old = promote(work, lease, copies, target, ttl, reason=words, actor=OPERATOR_ID)
+    if force:
         get_logger().error("vault.forced_promote", vault=vault, node=node_id, epoch=lease.epoch)
-    record_switch(work, vault, lease, node_id, old, actor=OPERATOR_ID, reason=words)
     return {"vault": vault, "primary": node_id, "epoch": lease.epoch, "demoted": old}

@@ -19,7 +19,7 @@ from sqlalchemy import select
 from center import leases
 from center.db import Copy, Node, VaultLease
 from center.errors import ConflictError, NotFoundError
-from center.failover import SYSTEM, record_switch, switch
+from center.failover import SYSTEM, promote
 from center.leases import CATCH_UP, FAILING_OVER, MOVING, PRIMARY, REPLICA, SERVING, SWITCH, Timing
 from center.log import get_logger
 from center.principals import OPERATOR_ID
@@ -135,9 +135,7 @@ async def step(work: Change, vault: str, timing: Timing) -> str | None:
         )
         return CATCH_UP
     keep = lease.move_keep
-    old = switch(work, lease, copies, target, timing.ttl)
-    lease.state, lease.move_target, lease.move_step = SERVING, None, None
-    record_switch(work, vault, lease, target.node_id, old, reason="move")
+    old = promote(work, lease, copies, target, timing.ttl, reason="move")
     if old is not None and not keep:
         dropped = next(c for c in copies if c.node_id == old)
         await work.session.delete(dropped)
