@@ -4,6 +4,7 @@ symlinks, walk."""
 from __future__ import annotations
 
 import os
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -307,3 +308,47 @@ def test_a_direction_control_is_shown_escaped_in_the_error(tmp_path: Path) -> No
         paths.resolve(tmp_path, "wiki/\u202egpj.md")
     assert "\u202e" not in str(caught.value)
     assert "wiki/\\u202egpj.md" in str(caught.value)
+
+
+CAFE, CAFE_NFD = "café", unicodedata.normalize("NFD", "café")
+
+
+def _stored(root: Path, raw: str) -> str:
+    return paths.stored(root, paths.resolve_note(root, raw)).rel
+
+
+def test_a_name_stored_decomposed_is_found_by_its_composed_spelling(tmp_path: Path) -> None:
+    assert CAFE != CAFE_NFD
+    (tmp_path / CAFE_NFD).mkdir()
+    (tmp_path / CAFE_NFD / f"{CAFE_NFD}.md").write_text("x")
+    assert _stored(tmp_path, f"{CAFE}/{CAFE}") == f"{CAFE_NFD}/{CAFE_NFD}.md"
+    assert _stored(tmp_path, f"{CAFE_NFD}/{CAFE}") == f"{CAFE_NFD}/{CAFE_NFD}.md"
+    # a new note in the stored folder keeps the folder's spelling, its own name composed
+    assert _stored(tmp_path, f"{CAFE}/{CAFE_NFD} 2") == f"{CAFE_NFD}/{CAFE} 2.md"
+
+
+def test_a_name_stored_composed_is_found_by_its_decomposed_spelling(tmp_path: Path) -> None:
+    (tmp_path / f"{CAFE}.md").write_text("x")
+    resolved = paths.stored(tmp_path, paths.resolve_note(tmp_path, CAFE_NFD))
+    assert resolved.rel == f"{CAFE}.md"
+    assert resolved.abs == tmp_path / f"{CAFE}.md"
+    assert resolved.leads == f"{CAFE}.md"
+
+
+def test_a_new_name_is_composed_and_an_exact_one_kept(tmp_path: Path) -> None:
+    assert _stored(tmp_path, f"new/{CAFE_NFD}/{CAFE_NFD}") == f"new/{CAFE}/{CAFE}.md"
+    (tmp_path / f"{CAFE}.md").write_text("composed")
+    (tmp_path / f"{CAFE_NFD}.md").write_text("decomposed")
+    assert _stored(tmp_path, CAFE_NFD) == f"{CAFE_NFD}.md"  # both there: each as spelled
+    assert _stored(tmp_path, CAFE) == f"{CAFE}.md"
+    kept = paths.resolve_note(tmp_path, "plain/ascii")
+    assert paths.stored(tmp_path, kept) is kept
+
+
+def test_the_stored_spelling_is_judged_where_it_leads(tmp_path: Path) -> None:
+    root, outside = tmp_path / "v", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / CAFE_NFD).symlink_to(outside)
+    with pytest.raises(InvalidPathError, match="outside the vault"):
+        paths.stored(root, paths.resolve_note(root, f"{CAFE}/x"))

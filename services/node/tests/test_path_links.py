@@ -283,6 +283,51 @@ async def test_read_and_write_folders_match_every_normal_form_but_only_their_own
     assert code == "not_found"
 
 
+async def test_a_name_is_one_note_in_either_normal_form(
+    start_node: NodeFactory, tmp_path: Path
+) -> None:
+    """A model types `café` composed where macOS stored it decomposed: the composed spelling
+    reads, writes and lists the stored note, and a create in it is told the note exists
+    instead of making a second `café` that looks the same. A new name is stored composed."""
+    node = await spelled_node(start_node, tmp_path)
+    root = tmp_path / "data" / "default"
+    token = node.token("read write delete")
+    read = await node.ok("note_read", {"path": "café/inside"}, token=token)
+    assert (read["path"], read["title"]) == (f"{NFD_CAFE}/inside.md", "Inside")
+    code, _ = await node.fails("note_create", {"path": "café/inside", "content": "x"}, token=token)
+    assert code == "exists"
+    made = await node.ok("note_create", {"path": "café/new", "content": "x"}, token=token)
+    assert made["path"] == f"{NFD_CAFE}/new.md"
+    appended = {"path": "café/new", "mode": "append_to_note", "content": "more"}
+    assert (await node.ok("note_section_edit", appended, token=token))["path"] == made["path"]
+    fresh = await node.ok("note_create", {"path": unicodedata.normalize("NFD", "crème/brûlée")})
+    assert fresh["path"] == "crème/brûlée.md"
+    assert (root / "crème" / "brûlée.md").is_file()
+    assert sorted(p.name for p in root.iterdir() if p.name.startswith("ca")) == [NFD_CAFE]
+    listed = await node.ok("note_list", {"prefix": "café"}, token=token)
+    assert sorted(e["path"] for e in listed["entries"]) == [
+        f"{NFD_CAFE}/inside.md",
+        f"{NFD_CAFE}/new.md",
+    ]
+
+
+async def test_a_hidden_name_is_answered_in_the_spelling_asked(
+    start_node: NodeFactory, tmp_path: Path
+) -> None:
+    """The stored spelling of a name the rules hide is never told, not even by the bytes of
+    an error message."""
+    node = await spelled_node(start_node, tmp_path)
+    token = node.token("read write", paths={"default": {"read": ["public"], "write": ["public"],
+                                                        "exclude": ["public/café"]}})  # fmt: skip
+    for tool, arguments in (
+        ("note_read", {"path": "public/café/menu"}),
+        ("note_create", {"path": "public/café/menu", "content": "x"}),
+    ):
+        _, message = await node.fails(tool, arguments, token=token)
+        assert NFD_CAFE not in message, (tool, message)
+        assert "public/café/menu" in message, (tool, message)
+
+
 async def test_a_hidden_templates_folder_answers_as_one_that_is_not_there(
     start_node: NodeFactory, tmp_path: Path
 ) -> None:

@@ -14,6 +14,7 @@ import errno
 import os
 import posixpath
 import re
+import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -146,6 +147,50 @@ def resolve_note(root: Path, raw: str) -> Resolved:
         _check_segment(raw, rel.rpartition("/")[2])  # the name may now be too long
     target = root.joinpath(*rel.split("/"))
     return Resolved(rel=rel, abs=target, leads=_leads(root, target, raw))
+
+
+def stored(root: Path, resolved: Resolved) -> Resolved:
+    """`resolved` spelled as the vault stores it. A name that differs from one in its folder
+    only in Unicode normal form is that file or folder: macOS and some sync tools store
+    `café` decomposed (NFD), while a caller, a model most of all, types it composed (NFC),
+    and both look alike everywhere. A name nothing stands for yet is spelled in NFC, so no
+    second `café` appears beside the first. A name that is there as spelled stays as it
+    is; of several spellings that are, the composed one wins. `resolved` itself when
+    nothing changes (an ASCII path always)."""
+    if resolved.rel.isascii():
+        return resolved
+    parts = resolved.rel.split("/")
+    folder: Path | None = root  # None once the path runs past what exists
+    for i, part in enumerate(parts):
+        there = folder is not None and os.path.lexists(folder / part)
+        if not there and not part.isascii():
+            parts[i] = _spelled(folder, part)
+            there = folder is not None and os.path.lexists(folder / parts[i])
+        folder = folder / parts[i] if there and folder is not None else None
+    rel = "/".join(parts)
+    if rel == resolved.rel:
+        return resolved
+    target = root.joinpath(*parts)
+    return Resolved(rel=rel, abs=target, leads=_leads(root, target, rel))
+
+
+def _spelled(folder: Path | None, name: str) -> str:
+    """The name in `folder` that `name` is in NFC (the composed one first), else NFC."""
+    composed = unicodedata.normalize("NFC", name)
+    if folder is None:
+        return composed
+    try:
+        names = [entry.name for entry in folder.iterdir()]
+    except OSError:  # not a folder, unreadable, gone
+        return composed
+    same = [
+        n
+        for n in names
+        if not n.isascii() and valid_name(n) and unicodedata.normalize("NFC", n) == composed
+    ]
+    if not same or composed in same:
+        return composed
+    return min(same)
 
 
 def _leads(root: Path, target: Path, raw: str) -> str:

@@ -94,15 +94,32 @@ class Vault:
         """A path to read; one outside the call's path rules is not there (`scope`), nor is
         one that leads outside them through a symbolic link: the rules judge the path asked
         for and where it leads, both (`paths.Resolved.leads`)."""
-        return _visible(paths.resolve(self.root, raw), PathNotFoundError)
+        return self._stored(paths.resolve(self.root, raw), PathNotFoundError)
 
     def resolve_note(self, raw: str) -> paths.Resolved:
-        return _visible(paths.resolve_note(self.root, raw), NoteNotFoundError)
+        return self._stored(paths.resolve_note(self.root, raw), NoteNotFoundError)
+
+    def _stored(
+        self, resolved: paths.Resolved, missing: Callable[[str], VaultError]
+    ) -> paths.Resolved:
+        """`resolved` as the vault spells it (`paths.stored`), once the rules let the caller
+        see the path as asked: they compare names in NFC, so both spellings get one
+        verdict, and a hidden name's stored spelling is never told. Where the stored
+        spelling's links lead is judged again."""
+        seen = _visible(resolved, missing)
+        if seen is not resolved:  # it leads where the caller may not look
+            return seen
+        spelled = paths.stored(self.root, resolved)
+        return resolved if spelled is resolved else _visible(spelled, missing)
 
     def resolve_folder(self, raw: str) -> str:
-        """A folder to look under, checked like any path; the call's rules then decide
-        what it shows (a folder outside them shows what an empty one does)."""
-        return paths.resolve(self.root, raw).rel.rstrip("/")
+        """A folder to look under, checked like any path and spelled as stored when the
+        caller may see it; the call's rules then decide what it shows (a folder outside
+        them shows what an empty one does)."""
+        resolved = paths.resolve(self.root, raw)
+        if scope.visible(resolved.rel):
+            resolved = paths.stored(self.root, resolved)
+        return resolved.rel.rstrip("/")
 
     def resolve_for_write(self, raw: str, *, note: bool = True) -> paths.Resolved:
         """A path to change: refused outside the call's write rules before anything at it
@@ -112,6 +129,10 @@ class Vault:
         copy of what it showed."""
         resolved = (paths.resolve_note if note else paths.resolve)(self.root, raw)
         scope.check_write(resolved.rel, resolved.leads)
+        spelled = paths.stored(self.root, resolved)
+        if spelled is not resolved:  # one verdict for both spellings; links judged again
+            resolved = spelled
+            scope.check_write(resolved.rel, resolved.leads)
         if not resolved.linked:
             return resolved
         return paths.Resolved(resolved.leads, self.root.joinpath(*resolved.leads.split("/")))
@@ -135,6 +156,9 @@ class Vault:
     def exists(self, raw: str) -> bool:
         """Is there a note the call may see at `raw`?"""
         resolved = paths.resolve_note(self.root, raw)
+        if not scope.visible(resolved.rel, resolved.leads):
+            return False
+        resolved = paths.stored(self.root, resolved)
         return scope.visible(resolved.rel, resolved.leads) and resolved.abs.is_file()
 
 
