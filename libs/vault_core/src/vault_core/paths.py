@@ -186,7 +186,10 @@ def _spelled(folder: Path | None, name: str) -> str:
     same = [
         n
         for n in names
-        if not n.isascii() and valid_name(n) and unicodedata.normalize("NFC", n) == composed
+        if not n.isascii()
+        and not n.startswith(".")  # never a hidden name, whatever it composes to
+        and valid_name(n)
+        and unicodedata.normalize("NFC", n) == composed
     ]
     if not same or composed in same:
         return composed
