@@ -11,6 +11,7 @@ import random
 import re
 import shutil
 import sqlite3
+import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -327,6 +328,50 @@ def test_a_link_to_nothing_stays_broken(build: Build) -> None:
     assert [r for _t, r in resolved(index, "src.md")] == ["", "", "", ""]
 
 
+NFC_CAFE, NFD_CAFE = unicodedata.normalize("NFC", "Café"), unicodedata.normalize("NFD", "Café")
+
+
+def test_a_name_matches_in_either_normal_form(build: Build, tmp_path: Path) -> None:
+    index = build(
+        {
+            "src.md": (
+                f"[[{NFC_CAFE}]] [[menu/{NFC_CAFE}]] [[{NFD_CAFE} Crème]] ![[{NFC_CAFE}.png]]\n"
+            ),
+            f"menu/{NFD_CAFE}.md": "# Coffee\n",
+            "drinks.md": f"---\ntitle: {unicodedata.normalize('NFC', 'Café Crème')}\n---\n",
+            f"img/{NFD_CAFE}.png": b"png",
+        }
+    )
+    assert [r for _t, r in resolved(index, "src.md")] == [
+        f"menu/{NFD_CAFE}.md",
+        f"menu/{NFD_CAFE}.md",
+        "drinks.md",
+        f"img/{NFD_CAFE}.png",
+    ]
+    assert_incremental_is_full(index, tmp_path)
+
+
+def test_the_spelling_a_link_uses_wins_when_both_normal_forms_exist(build: Build) -> None:
+    index = build(
+        {"src.md": f"[[{NFC_CAFE}]] [[{NFD_CAFE}]]\n", f"{NFC_CAFE}.md": "", f"a/{NFD_CAFE}.md": ""}
+    )
+    assert [r for _t, r in resolved(index, "src.md")] == [f"{NFC_CAFE}.md", f"a/{NFD_CAFE}.md"]
+
+
+def test_a_note_made_or_moved_in_the_other_normal_form_takes_its_links_along(
+    build: Build, tmp_path: Path
+) -> None:
+    index = build({"src.md": f"[[{NFC_CAFE}]] [[{NFD_CAFE}]]\n"})
+    write(index, f"x/{NFD_CAFE}.md", "")
+    assert [r for _t, r in resolved(index, "src.md")] == [f"x/{NFD_CAFE}.md"] * 2
+    assert_incremental_is_full(index, tmp_path)
+    rename(index, f"x/{NFD_CAFE}.md", f"y/{NFC_CAFE}.md")
+    assert [r for _t, r in resolved(index, "src.md")] == [f"y/{NFC_CAFE}.md"] * 2
+    delete(index, f"y/{NFC_CAFE}.md")
+    assert [r for _t, r in resolved(index, "src.md")] == ["", ""]
+    assert_incremental_is_full(index, tmp_path)
+
+
 # ---------------------------------------------------------------------- pure helpers
 
 
@@ -355,6 +400,8 @@ def test_every_name_of_a_file_shares_a_key_with_the_links_that_reach_it() -> Non
         (links.ALIAS, "al/ias"),
     ]
     assert links.keys_for(names) == {"my note", "a title", "ias"}
+    decomposed = links.note_names(unicodedata.normalize("NFD", "Café.md"), "", [])
+    assert links.keys_for(decomposed) == {"café", unicodedata.normalize("NFD", "café")}
     assert links.link_key("Al/ias") in links.keys_for(names)
     assert links.attachment_names("Files/Pic.PNG") == [
         (links.PATH, "files/pic.png"),

@@ -311,6 +311,24 @@ async def test_a_name_is_one_note_in_either_normal_form(
     ]
 
 
+async def test_a_link_typed_composed_reaches_a_note_stored_decomposed(
+    start_node: NodeFactory, tmp_path: Path
+) -> None:
+    """Backlinks, broken links and a move's link updates see `[[café/inside]]` typed composed
+    as the link to the note macOS stored decomposed."""
+    node = await spelled_node(start_node, tmp_path)
+    text = "See [[café/inside]] and [[public/café/menu|the menu]].\n"
+    await node.ok("note_create", {"path": "links", "content": text})
+    incoming = await node.ok("note_backlinks", {"path": "café/inside"})
+    assert [link["path"] for link in incoming["incoming"]] == ["links.md"]
+    outgoing = await node.ok("note_backlinks", {"path": "links"})
+    assert "broken" not in outgoing
+    moved = await node.ok("note_move", {"path": "café/inside", "to": "kept/inside"})
+    assert moved["link_updates"]
+    linking = (tmp_path / "data" / "default" / "links.md").read_text()
+    assert "See [[kept/inside]] and [[public/café/menu|the menu]]." in linking
+
+
 async def test_a_hidden_name_is_answered_in_the_spelling_asked(
     start_node: NodeFactory, tmp_path: Path
 ) -> None:

@@ -3,12 +3,15 @@
 Steps, first hit wins: same note for an anchor-only link; `./` and `../`
 against the linking note's folder; leading `/` dropped; exact path; path +
 `.md`; the same path ignoring case; a unique note by file name, by title, by
-alias; a unique attachment by file name. Ambiguity leaves a link broken.
+alias; a unique attachment by file name. Ambiguity leaves a link broken. A name
+matches in either Unicode normal form: `[[café]]` typed composed reaches the note a
+Mac stored decomposed (docs/design.md#link-resolution).
 """
 
 from __future__ import annotations
 
 import posixpath
+import unicodedata
 from typing import Protocol
 
 STEM, TITLE, ALIAS, FILE, PATH = 1, 2, 3, 4, 5  # kinds of names in the index
@@ -74,19 +77,28 @@ def _by_path(src: str, target: str, names: Names, *, wiki: bool) -> tuple[str | 
         return candidate + ".md", ""
     lowered = candidate.lower()
     bare = lowered[:-3] if lowered.endswith(".md") else lowered
-    for kind in (PATH, STEM):
-        found = names.unique(kind, bare)
-        if found:
-            return found, ""
-    return None, lowered
+    return _unique(names, (PATH, STEM), bare), lowered
 
 
 def _by_content(lowered: str, names: Names) -> str:
-    for kind in (TITLE, ALIAS):
-        found = names.unique(kind, lowered)
-        if found:
-            return found
-    return names.unique(FILE, lowered) or ""
+    return _unique(names, (TITLE, ALIAS, FILE), lowered) or ""
+
+
+def _unique(names: Names, kinds: tuple[int, ...], name: str) -> str | None:
+    """The one path with a name of these kinds, in their order, spelled as the link
+    spells it or else in the other Unicode normal form (names are stored as their file or
+    frontmatter spells them)."""
+    for spelling in spellings(name):
+        for kind in kinds:
+            found = names.unique(kind, spelling)
+            if found:
+                return found
+    return None
+
+
+def spellings(name: str) -> list[str]:
+    """`name` as given, then composed (NFC), then decomposed (NFD), each once."""
+    return list(dict.fromkeys((name, *(unicodedata.normalize(f, name) for f in ("NFC", "NFD")))))
 
 
 def note_names(path: str, title: str, aliases: list[str]) -> list[tuple[int, str]]:
@@ -115,5 +127,6 @@ def link_key(target: str) -> str:
 
 
 def keys_for(names: list[tuple[int, str]]) -> set[str]:
-    """The link keys of a file that has these names."""
-    return {link_key(name) for _kind, name in names}
+    """The link keys of a file that has these names, in either normal form: a link keeps
+    its key as it spells it."""
+    return {key for _kind, name in names for key in spellings(link_key(name))}
