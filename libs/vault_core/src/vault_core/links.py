@@ -98,6 +98,8 @@ def _unique(names: Names, kinds: tuple[int, ...], name: str) -> str | None:
 
 def spellings(name: str) -> list[str]:
     """`name` as given, then composed (NFC), then decomposed (NFD), each once."""
+    if name.isascii():
+        return [name]  # most names: one spelling, and no cost for the broken links
     return list(dict.fromkeys((name, *(unicodedata.normalize(f, name) for f in ("NFC", "NFD")))))
 
 
