@@ -49,22 +49,20 @@ def promote(
     lease.expires = work.now * 1000 + ttl * 1000
     lease.state, lease.move_target, lease.move_step = SERVING, None, None
     new, vault = target.node_id, lease.vault
-    work.record(
+    work.record_node(
         "vault.promote",
+        new,
         actor=actor,
-        subject=new,
         vault=vault,
-        object=f"node:{new}",
         reason=f"epoch {lease.epoch}; {reason}".strip("; "),
     )
     if old is None:
         return None
-    work.record(
+    work.record_node(
         "vault.demote",
+        old.node_id,
         actor=actor,
-        subject=old.node_id,
         vault=vault,
-        object=f"node:{old.node_id}",
         reason=f"replica from epoch {lease.epoch}",
     )
     return old.node_id

@@ -161,12 +161,11 @@ async def place(
     work.session.add(_copy(vault, node_id, PRIMARY, work.now, in_sync=True))
     for replica in replicas:
         work.session.add(_copy(vault, replica, REPLICA, work.now, in_sync=False))
-    work.record(
+    work.record_node(
         "node.place",
+        node_id,
         actor=actor,
-        subject=node_id,
         vault=vault,
-        object=f"node:{node_id}",
         reason=f"primary at epoch {epoch}; replicas {','.join(replicas) or 'none'}",
     )
     return replicas
@@ -207,12 +206,11 @@ async def recovered(store: Store, node_id: str, branches: Sequence[Recovered]) -
             get_logger().warning(
                 "vault.recovery_branch", vault=vault, node=node_id, branch=kept.branch
             )
-            work.record(
+            work.record_node(
                 "vault.recovery_branch",
+                node_id,
                 actor=node_id,
-                subject=node_id,
                 vault=vault,
-                object=f"node:{node_id}",
                 reason=f"kept on {kept.branch} at {kept.head}",
             )
 

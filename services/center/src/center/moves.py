@@ -53,12 +53,11 @@ async def start(
         CATCH_UP,
         keep,
     )
-    work.record(
+    work.record_node(
         "vault.move.start",
+        target,
         actor=actor,
-        subject=target,
         vault=vault,
-        object=f"node:{target}",
         reason=f"from {lease.primary_node} at epoch {lease.epoch}"
         + ("; new replica" if added else "")
         + ("; old copy kept" if keep else ""),
@@ -110,12 +109,11 @@ async def step(work: Change, vault: str, timing: Timing) -> str | None:
         if not target.in_sync:
             return None
         lease.move_step = SWITCH
-        work.record(
+        work.record_node(
             "vault.move.switch",
+            target.node_id,
             actor=SYSTEM,
-            subject=target.node_id,
             vault=vault,
-            object=f"node:{target.node_id}",
             reason=f"in sync; the lease of {lease.primary_node} is not extended past"
             f" {lease.expires}",
         )
@@ -125,12 +123,11 @@ async def step(work: Change, vault: str, timing: Timing) -> str | None:
         return None
     if not target.in_sync:
         lease.move_step = CATCH_UP
-        work.record(
+        work.record_node(
             "vault.move.retry",
+            target.node_id,
             actor=SYSTEM,
-            subject=target.node_id,
             vault=vault,
-            object=f"node:{target.node_id}",
             reason="the target fell out of sync before the switch; the old primary renews again",
         )
         return CATCH_UP
@@ -139,12 +136,11 @@ async def step(work: Change, vault: str, timing: Timing) -> str | None:
     if old is not None and not keep:
         dropped = next(c for c in copies if c.node_id == old)
         await work.session.delete(dropped)
-    work.record(
+    work.record_node(
         "vault.move.done",
+        target.node_id,
         actor=SYSTEM,
-        subject=target.node_id,
         vault=vault,
-        object=f"node:{target.node_id}",
         reason=f"primary at epoch {lease.epoch}; old copy on {old} "
         + ("kept" if keep else "dropped"),
     )
@@ -207,11 +203,10 @@ async def drain(work: Change, node_id: str) -> dict[str, Any]:
             )
         await work.session.delete(mine)
         replaced.append({"vault": mine.vault, "by": spare[0] if spare else None})
-    work.record(
+    work.record_node(
         "node.drain",
+        node_id,
         actor=OPERATOR_ID,
-        subject=node_id,
-        object=f"node:{node_id}",
         reason=f"{len(moved)} moves, {len(replaced)} replicas replaced, {len(skipped)} skipped",
     )
     return {"node": node_id, "moves": moved, "replicas": replaced, "skipped": skipped}

@@ -100,11 +100,10 @@ async def register(work: Change, node_id: str, resource: str) -> dict[str, Any]:
         id=node_id, resource=url, credential_hash=digest(credential), vaults=[], created=work.now
     )
     work.session.add(row)
-    work.record(
+    work.record_node(
         "node.register",
+        node_id,
         actor=OPERATOR_ID,
-        subject=node_id,
-        object=f"node:{node_id}",
         reason=f"resource {url}",
     )
     return {**view(row), "credential": credential}
@@ -126,7 +125,7 @@ async def remove(work: Change, node_id: str) -> dict[str, Any]:
         if not left:
             await work.session.execute(delete(VaultLease).where(VaultLease.vault == vault))
     await work.session.delete(row)
-    work.record("node.remove", actor=OPERATOR_ID, subject=node_id, object=f"node:{node_id}")
+    work.record_node("node.remove", node_id, actor=OPERATOR_ID)
     return {"id": node_id, "unplaced": placed}
 
 
@@ -290,11 +289,10 @@ async def _mismatch(
     reason = f"node holds seq {seq} hash {reported}; the chain (head {center_seq}) does not"
     try:
         async with store.change() as work:
-            work.record(
+            work.record_node(
                 "node.checkpoint_mismatch",
+                node_id,
                 actor=SYSTEM,
-                subject=node_id,
-                object=f"node:{node_id}",
                 reason=reason,
             )
     except UnavailableError as exc:

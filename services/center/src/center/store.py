@@ -45,6 +45,10 @@ class Change:
             fields["channel"] = self.channel
         self.events.append(Event.of(action, **fields))
 
+    def record_node(self, action: str, node: str, **fields: Value) -> None:
+        """Queue an audit record about a node, which is its subject and its object."""
+        self.record(action, subject=node, object=f"node:{node}", **fields)
+
 
 class Store:
     """The database sessions, the audit log and the lock state of one center process."""
