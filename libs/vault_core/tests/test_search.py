@@ -309,6 +309,27 @@ def test_modified_after_goes_by_a_notes_own_updated_date_before_its_files(
     assert paths_of(search.search(index, "word", Filters(modified_after_ns=day + 10**14))) == []
 
 
+def test_modified_before_keeps_notes_modified_before_the_moment_by_their_own_date_first(
+    build: Build,
+) -> None:
+    index = build(
+        {
+            "old.md": "word\n",
+            "edge.md": "word\n",
+            "new.md": "word\n",
+            "dated.md": "---\nupdated: 2026-03-10T08:00:00Z\n---\nword\n",
+        },
+        mtimes={"old.md": 9, "edge.md": 10, "new.md": 11, "dated.md": 1},
+    )
+    before = Filters(modified_before_ns=T0 + 10 * SECOND)
+    assert paths_of(search.search(index, "word", before)) == ["old.md"]
+    day = int(dt.datetime(2026, 3, 11, tzinfo=dt.UTC).timestamp() * 1e9)
+    assert "dated.md" in paths_of(search.search(index, "", Filters(modified_before_ns=day)))
+    within = Filters(modified_after_ns=day - 86_400 * SECOND, modified_before_ns=day)
+    assert paths_of(search.search(index, "word", within)) == ["dated.md"]
+    assert search.search(index, "", Filters(modified_before_ns=-(10**30))).total == 0
+
+
 def test_query_and_filters_combine(build: Build) -> None:
     files = dict(FILTER_FILES)
     files["projects/other.md"] = "---\ntags: [urgent]\n---\nsomething else\n"

@@ -83,6 +83,62 @@ def test_an_unreadable_time_names_the_forms(text: str) -> None:
         grammar.parse_time(text, NOW, "modified_after")
 
 
+def at(*parts: int) -> dt.datetime:
+    return dt.datetime(*parts, tzinfo=dt.UTC)  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("question", "phrase", "rest", "after", "before"),
+    [
+        ("what did we decide on pricing since last week?", "since last week",
+         "what did we decide on pricing?", at(2026, 3, 2), None),
+        ("meeting notes from last week", "from last week", "meeting notes",
+         at(2026, 3, 2), at(2026, 3, 9)),
+        ("Last week's notes on pricing", "Last week's", "Last week's notes on pricing",
+         at(2026, 3, 2), at(2026, 3, 9)),
+        ("In March, what did I plan?", "In March", "what did I plan?",
+         at(2026, 3, 1), at(2026, 4, 1)),
+        ("notes in December 2025", "in December 2025", "notes", at(2025, 12, 1), at(2026, 1, 1)),
+        ("what changed yesterday", "yesterday", "what changed yesterday",
+         at(2026, 3, 14), at(2026, 3, 15)),
+        ("yesterday?", "yesterday", "", at(2026, 3, 14), at(2026, 3, 15)),
+        ("backups in the last 3 days", "in the last 3 days", "backups",
+         NOW - dt.timedelta(days=3), None),
+        ("after February", "after February", "", at(2026, 3, 1), None),
+        ("api before 2026-02-01", "before 2026-02-01", "api", None, at(2026, 2, 1)),
+        ("until 2025", "until 2025", "", None, at(2026, 1, 1)),
+        ("since 2024-05 the roadmap", "since 2024-05", "the roadmap", at(2024, 5, 1), None),
+        ("during this year", "during this year", "", at(2026, 1, 1), at(2027, 1, 1)),
+        ("open today's daily note", "today's", "open today's daily note",
+         at(2026, 3, 15), at(2026, 3, 16)),
+    ],
+)  # fmt: skip
+def test_a_time_a_question_names_is_read_with_the_question_left_without_it(
+    question: str, phrase: str, rest: str, after: dt.datetime | None, before: dt.datetime | None
+) -> None:
+    found = grammar.question_time(question, NOW)
+    assert found == grammar.QuestionTime(phrase, rest, after, before)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "plans in 2027",  # a year alone after in or from may be what the note is about
+        "notes from 2024",
+        "the march of progress",
+        "notes about may",
+        "in mar",
+        "since 2026-02-30",  # no such day: words like any others
+        "in 9999-12",
+        "in the last 999 years",
+        "how do I rotate the API key?",
+        "",
+    ],
+)
+def test_a_question_naming_no_readable_time_is_left_as_it_is(question: str) -> None:
+    assert grammar.question_time(question, NOW) is None
+
+
 @pytest.mark.parametrize(
     ("pattern", "path", "matches"),
     [

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from dataclasses import dataclass
 
 import re2
 
@@ -106,6 +107,97 @@ def _in_words(text: str, now: dt.datetime) -> dt.datetime | None:
         year = int(named.group(2)) if named.group(2) else now.year - (month > now.month)
         return today.replace(year=year, month=month, day=1)
     return None
+
+
+Bounds = tuple[dt.datetime | None, dt.datetime | None]
+
+
+def _bounds(found: re.Match[str], now: dt.datetime) -> Bounds:
+    """The after and before bounds of a `_QUESTION_TIME` match."""
+    if found["count"]:
+        units = {"hour": "h", "day": "d", "week": "w", "month": "m", "year": "y"}
+        return now - parse_span(found["count"] + units[found["unit"].lower()]), None
+    point = " ".join((found["point"] or found["within"] or found["bare"]).lower().split())
+    start, end = _period(point, now)
+    by_word: dict[str, Bounds] = {
+        "since": (start, None),
+        "after": (end, None),
+        "before": (None, start),
+        "until": (None, end),
+    }
+    return by_word.get((found["rel"] or "").lower(), (start, end))
+
+
+def _period(text: str, now: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
+    """The start and end (the next period's start) of the day, week, month or year `text`
+    names: one of `_POINT`'s forms, lowercase with single spaces."""
+    if _YEAR.fullmatch(text):
+        return _month_start(int(text), 1, now), _month_start(int(text) + 1, 1, now)
+    start = parse_time(text, now)
+    if text in ("today", "yesterday") or _DAY.fullmatch(text):
+        return start, start + dt.timedelta(days=1)
+    if text.endswith("week"):
+        return start, start + dt.timedelta(days=7)
+    if text.endswith("year"):
+        return start, start.replace(year=start.year + 1)
+    return start, _month_start(start.year + start.month // 12, start.month % 12 + 1, now)
+
+
+def _month_start(year: int, month: int, now: dt.datetime) -> dt.datetime:
+    return dt.datetime(year, month, 1, tzinfo=now.tzinfo)
+
+
+@dataclass(frozen=True)
+class QuestionTime:
+    """A time a question names in plain words, read as a filter on the notes' dates."""
+
+    phrase: str
+    rest: str
+    """What is searched for: the question without the phrase (a period alone stays)."""
+    after: dt.datetime | None
+    before: dt.datetime | None
+
+
+# In a question, months by their full names: `mar` or `jan` may well be words of their own.
+_FULL_MONTHS = "|".join(name for name in _MONTHS if name not in ("jan", "feb", "mar", "apr",
+                        "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"))  # fmt: skip
+_NAMED = r"(?:this|last)\s+(?:week|month|year)|today|yesterday"
+_POINT = rf"{_NAMED}|(?:{_FULL_MONTHS})(?:\s+[0-9]{{4}})?|[0-9]{{4}}-[0-9]{{2}}(?:-[0-9]{{2}})?"
+_QUESTION_TIME = re.compile(
+    rf"\b(?:(?P<rel>since|after|before|until)\s+(?P<point>{_POINT}|(?:19|20)[0-9]{{2}})"
+    rf"|(?:in|during|from)\s+(?P<within>{_POINT})"
+    rf"|(?P<bare>{_NAMED})"
+    r"|(?:in\s+the\s+)?(?:last|past)\s+(?P<count>[0-9]{1,3})\s+(?P<unit>hour|day|week|month|year)s?)"
+    r"(?:['’]s)?\b",
+    re.IGNORECASE,
+)
+_YEAR = re.compile(r"(?:19|20)[0-9]{2}")
+_BEFORE_MARK = re.compile(r"\s+([?.!,;:])")
+
+
+def question_time(question: str, now: dt.datetime) -> QuestionTime | None:
+    """The first time a question names in English plain words — `since last week`, `in
+    March`, `before 2026-02-01`, `yesterday`, `in the last 3 days` — and the question
+    without it; None when it names none. `since` a period counts from its start, `after`
+    from its end, `before` up to its start, `until` up to its end; `in`, `during` or
+    `from` a period, and a period alone (`last week's notes`), mean within it; a period
+    alone stays in the words searched too, unless it is all there is. A year alone counts
+    only after since, after, before or until (`plans in 2027` is about 2027, and `notes
+    from 2024` may be too)."""
+    found = _QUESTION_TIME.search(question)
+    if found is None:
+        return None
+    try:
+        after, before = _bounds(found, now)
+    except (ArgumentError, ValueError, OverflowError):
+        return None  # `since 2026-02-30`: no time, so words like any others
+    rest = " ".join((question[: found.start()] + " " + question[found.end() :]).split())
+    rest = _BEFORE_MARK.sub(r"\1", rest).strip(" ,;:-")
+    if not any(char.isalnum() for char in rest):
+        rest = ""  # "yesterday?"
+    elif found["bare"]:
+        rest = question  # "today's daily note": the words may be the subject too
+    return QuestionTime(found[0], rest, after, before)
 
 
 def parse_day(text: str, today: dt.date, name: str) -> dt.date:

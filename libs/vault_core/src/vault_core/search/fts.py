@@ -52,6 +52,7 @@ class Filters:
     prefix: str = ""
     glob: str = ""
     modified_after_ns: int | None = None
+    modified_before_ns: int | None = None
 
 
 @dataclass
@@ -394,13 +395,15 @@ def _where(conn: sqlite3.Connection, filters: Filters) -> tuple[list[str], list[
     if filters.glob.strip():
         where.append("n.path GLOB ?")
         params.append(filters.glob.strip())
-    if filters.modified_after_ns is not None:
-        # A note's own date (frontmatter `updated`, an ISO date) before its file's: a vault
-        # copied or checked out anew has every file changed today.
-        where.append(f"CASE WHEN n.updated GLOB '{_ISO_DAY}*' THEN substr(n.updated, 1, 10) >= ?"
-                     " ELSE n.mtime >= ? END")  # fmt: skip
-        after = min(max(filters.modified_after_ns, -(2**63)), 2**63 - 1)  # SQLite ints
-        params += [_day(after), after]
+    # A note's own date (frontmatter `updated`, an ISO date) before its file's: a vault
+    # copied or checked out anew has every file changed today.
+    for bound, since in ((filters.modified_after_ns, True), (filters.modified_before_ns, False)):
+        if bound is not None:
+            op = ">=" if since else "<"
+            where.append(f"CASE WHEN n.updated GLOB '{_ISO_DAY}*' THEN substr(n.updated, 1, 10)"
+                         f" {op} ? ELSE n.mtime {op} ? END")  # fmt: skip
+            moment = min(max(bound, -(2**63)), 2**63 - 1)  # SQLite ints
+            params += [_day(moment), moment]
     for tag in filters.tags:
         wanted = normalize_tag(tag)
         if wanted:

@@ -249,6 +249,7 @@ def _narrowed(filters: search.Filters) -> bool:
         filters.prefix.strip()
         or filters.glob.strip()
         or filters.modified_after_ns is not None
+        or filters.modified_before_ns is not None
         or any(normalize_tag(tag) for tag in filters.tags)
     )
 

@@ -7,7 +7,9 @@ file is `tools/read`.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from vault_core import NOTE_LIMIT, VaultError, deadline, layouts, scope, search
@@ -71,6 +73,7 @@ HIT = obj(
     }
 )
 
+TIME = obj({"phrase": STR, "applied": BOOL}, {"modified_after": STR, "modified_before": STR})
 EMBEDDING = obj({"model": STR, "embedded": INT, "total": INT, "done": BOOL})
 
 PASSAGE = obj(
@@ -220,7 +223,7 @@ def note_list(call: Call) -> dict[str, Any]:
     title="Search notes",
     description=(
         "Search titles and bodies in plain words or a question, any language (ranked; word "
-        "forms and CJK match), filtered by tags, folder, path pattern or time. The first "
+        "forms and CJK match), filtered by tags, folder, path or time. The first "
         "tool for finding anything; search before you create a note. Without a query: the "
         "newest notes matching the filters. For exact strings or regexes use vault_grep."
     ),
@@ -229,7 +232,7 @@ def note_list(call: Call) -> dict[str, Any]:
     params={
         "query": text(
             'What to find, e.g. how do I rotate the API key? ("quoted words" together, '
-            "word* a prefix); empty to filter only."
+            "word* a prefix; since last week and such filter by date); empty to filter only."
         ),
         "mode": choice(
             "hybrid (default once vectors are made): words and meaning; keyword: words "
@@ -237,8 +240,8 @@ def note_list(call: Call) -> dict[str, Any]:
             hybrid.MODES,
         ),
         "syntax": choice(
-            "natural (default): any words, never a syntax error; fts: SQLite FTS5 "
-            "syntax (AND, OR, NOT, NEAR, column:; all words must occur).",
+            "natural (default): any words, never an error; fts: SQLite FTS5 (AND, OR, NOT, "
+            "NEAR, column:; all words must occur).",
             search.SYNTAXES,
             "natural",
         ),
@@ -248,24 +251,24 @@ def note_list(call: Call) -> dict[str, Any]:
         "prefix": text("Only notes under this folder, e.g. wiki."),
         "glob": text("Only paths matching this pattern, e.g. wiki/*.md."),
         "modified_after": text(
-            "Only notes changed since (frontmatter updated, else the file): "
-            + grammar.TIME_FORMS
-            + "."
+            "Only notes changed since (frontmatter updated, else the file): YYYY-MM-DD, "
+            "YYYY-MM, yesterday, last week, in March, 7d, 12h."
         ),
+        "modified_before": text("Only notes changed before this (same forms)."),
         "limit": integer(
             "How many hits (default 25; values <= 0 or > 200 mean 25).", 25, reset=(1, 200)
         ),
         "offset": integer(LIMIT_OFFSET, 0, clamp=(0, 10**9)),
         "max_tokens": integer(
-            "Also return the best passages (note, section, why), about this many tokens in all"
-            " (default 0: none).",
+            "Also the best passages (note, section, why) in about this many tokens (default 0:"
+            " none).",
             0,
             clamp=(0, 100_000),
         ),
     },
     output=result_schema(
         {"vault": STR, "mode": STR, "total": INT, "returned": INT, "hits": arr(HIT)},
-        {"hint": STR, "embedding": EMBEDDING, "passages": arr(PASSAGE)},
+        {"hint": STR, "embedding": EMBEDDING, "passages": arr(PASSAGE), "time": TIME},
     ),
 )
 def note_search(call: Call) -> dict[str, Any]:
@@ -273,28 +276,32 @@ def note_search(call: Call) -> dict[str, Any]:
     assert call.opened is not None
     if args["glob"]:
         grammar.glob_regex(args["glob"])  # refuse a malformed pattern with a clear message
-    after = None
-    if args["modified_after"]:
-        moment = grammar.parse_time(args["modified_after"], call.vault.now(), "modified_after")
-        # SQLite integers end at 2**63-1 (year 2262): a later date simply finds nothing new.
-        after = min(int(moment.timestamp() * 1_000_000_000), 2**63 - 1)
+    now = call.vault.now()
+    after, before = (
+        grammar.parse_time(args[name], now, name) if args[name] else None
+        for name in ("modified_after", "modified_before")
+    )
+    query = args["query"] or ""
+    asked = None
+    if after is None and before is None and args["syntax"] == "natural":
+        asked = grammar.question_time(query, now)
+    if asked is not None:
+        query, after, before = asked.rest, asked.after, asked.before
     filters = search.Filters(
         tags=args["tags"] or (),
         prefix=check_prefix(call.vault, args["prefix"]),
         glob=args["glob"] or "",
-        modified_after_ns=after,
+        modified_after_ns=_ns(after),
+        modified_before_ns=_ns(before),
     )
     call.opened.fresh()
-    answer = hybrid.find(
-        call.opened.index,
-        call.opened.vectors,
-        args["query"] or "",
-        filters,
-        limit=args["limit"],
-        offset=args["offset"],
-        mode=args["mode"],
-        syntax=args["syntax"],
-    )
+    answer = _find(call, query, filters)
+    applied = asked is not None
+    if asked is not None and asked.rest and answer.results.total == 0:
+        # Nothing changed in that time matches: the words may name the subject, not a time.
+        applied, query = False, args["query"] or ""
+        answer = _find(call, query, replace(filters, modified_after_ns=None,
+                                            modified_before_ns=None))  # fmt: skip
     found = answer.results
     result: dict[str, Any] = {
         "vault": call.vault.name,
@@ -305,15 +312,52 @@ def note_search(call: Call) -> dict[str, Any]:
     }
     if answer.embedding is not None:
         result["embedding"] = answer.embedding
-    if args["max_tokens"] and args["query"]:
-        chosen = passages.best(found.hits, args["query"], args["max_tokens"], _body(call))
+    if asked is not None:
+        result["time"] = _time(asked, applied=applied)
+    if args["max_tokens"] and query:
+        chosen = passages.best(found.hits, query, args["max_tokens"], _body(call))
         result["passages"] = [vars(passage) for passage in chosen]
-    if found.total == 0:
+    if asked is not None and not applied and found.total:
+        result["hint"] = (
+            f"nothing changed {asked.phrase!r} matches; these hits are from any time (pass "
+            "modified_after or modified_before to set the time yourself)"
+        )
+    elif found.total == 0:
         result["hint"] = (
             "nothing found; try fewer or other words, drop a filter, or use vault_grep for "
             "exact text and regular expressions"
         )
     return result
+
+
+def _find(call: Call, query: str, filters: search.Filters) -> hybrid.Found:
+    assert call.opened is not None
+    args = call.args
+    return hybrid.find(
+        call.opened.index,
+        call.opened.vectors,
+        query,
+        filters,
+        limit=args["limit"],
+        offset=args["offset"],
+        mode=args["mode"],
+        syntax=args["syntax"],
+    )
+
+
+def _ns(moment: dt.datetime | None) -> int | None:
+    """A moment in ns since the epoch; SQLite integers end at 2**63-1 (year 2262), so a
+    later date simply finds nothing new."""
+    return None if moment is None else min(int(moment.timestamp() * 1_000_000_000), 2**63 - 1)
+
+
+def _time(asked: grammar.QuestionTime, *, applied: bool) -> dict[str, Any]:
+    """What `time` tells of a time read from the question."""
+    told: dict[str, Any] = {"phrase": asked.phrase, "applied": applied}
+    for name, moment in (("modified_after", asked.after), ("modified_before", asked.before)):
+        if moment is not None:
+            told[name] = moment.isoformat()
+    return told
 
 
 def _body(call: Call) -> Callable[[str], str | None]:
