@@ -139,6 +139,23 @@ def test_a_question_naming_no_readable_time_is_left_as_it_is(question: str) -> N
     assert grammar.question_time(question, NOW) is None
 
 
+_TIME_WORDS = ["since", "after", "before", "until", "in", "during", "from", "the", "last",
+               "past", "this", "week", "month", "year", "today", "yesterday", "March", "may",
+               "December", "0", "3", "999", "days", "0001-01", "9999-12", "9999-12-31",
+               "2026-02-30", "1900", "2099", "'s", "?", "notes"]  # fmt: skip
+
+
+@given(st.lists(st.sampled_from(_TIME_WORDS), max_size=8), st.text(max_size=12))
+def test_any_question_is_read_or_left_as_it_is_never_refused(words: list[str], noise: str) -> None:
+    question = " ".join(words) + noise
+    found = grammar.question_time(question, NOW)
+    if found is not None:
+        assert found.phrase in question
+        assert found.after is not None or found.before is not None
+        if found.after is not None and found.before is not None:
+            assert found.after < found.before
+
+
 @pytest.mark.parametrize(
     ("pattern", "path", "matches"),
     [
