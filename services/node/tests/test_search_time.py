@@ -74,6 +74,9 @@ async def test_a_time_that_matches_nothing_leaves_the_whole_question_to_every_no
     assert "before 2000-01-01" in found["hint"]
     alone = await node.ok("note_search", {"query": "before 2000-01-01"})
     assert (alone["total"], alone["time"]["applied"]) == (0, True)
+    assert alone["hint"] == "no note changed 'before 2000-01-01'"
+    tagged = await node.ok("note_search", {"query": "before 2000-01-01", "tags": ["x"]})
+    assert tagged["hint"] == "no note changed 'before 2000-01-01' under these filters"
 
 
 async def test_an_explicit_time_wins_and_the_question_keeps_its_words(

@@ -322,6 +322,10 @@ def note_search(call: Call) -> dict[str, Any]:
             f"nothing changed {asked.phrase!r} matches; these hits are from any time (pass "
             "modified_after or modified_before to set the time yourself)"
         )
+    elif found.total == 0 and asked is not None and not asked.rest:
+        result["hint"] = f"no note changed {asked.phrase!r}" + (
+            " under these filters" if _narrowed_by_more(filters) else ""
+        )
     elif found.total == 0:
         result["hint"] = (
             "nothing found; try fewer or other words, drop a filter, or use vault_grep for "
@@ -343,6 +347,11 @@ def _find(call: Call, query: str, filters: search.Filters) -> hybrid.Found:
         mode=args["mode"],
         syntax=args["syntax"],
     )
+
+
+def _narrowed_by_more(filters: search.Filters) -> bool:
+    """Whether filters besides the time leave notes out."""
+    return bool(filters.tags or filters.prefix or filters.glob)
 
 
 def _ns(moment: dt.datetime | None) -> int | None:
