@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import time
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -314,6 +315,27 @@ def test_a_time_filter_goes_by_a_notes_own_updated_date_before_its_files(
     within = Filters(modified_after_ns=day - 86_400 * SECOND, modified_before_ns=next_day)
     assert paths_of(search.search(index, "word", within)) == ["fresh.md"]
     assert paths_of(search.search(index, "word", replace(within, modified_before_ns=day))) == []
+
+
+def test_a_notes_own_date_is_a_day_in_the_time_zone_its_bounds_are_midnights_of(
+    build: Build, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """East of UTC, "yesterday" runs from a midnight that is still the day before in UTC:
+    a note dated that day is in it all the same."""
+    index = build({"dated.md": "---\nupdated: 2026-03-10\n---\nword\n"})
+    monkeypatch.setenv("TZ", "Etc/GMT-2")  # two hours east of UTC, no summer time
+    time.tzset()
+    try:
+        zone = dt.timezone(dt.timedelta(hours=2))
+        start, end = (dt.datetime(2026, 3, day, tzinfo=zone) for day in (10, 11))
+        bounds = Filters(
+            modified_after_ns=int(start.timestamp()) * SECOND,
+            modified_before_ns=int(end.timestamp()) * SECOND,
+        )
+        assert paths_of(search.search(index, "word", bounds)) == ["dated.md"]
+    finally:
+        monkeypatch.undo()
+        time.tzset()
 
 
 def test_modified_before_keeps_notes_modified_before_the_moment(build: Build) -> None:

@@ -378,9 +378,11 @@ _ISO_DAY = "[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]"
 
 
 def _day(ns: int) -> str:
-    """The UTC day of a moment in ns, as YYYY-MM-DD (clamped to years 0001-9999)."""
+    """The day of a moment in ns in this process's time zone, the one the node reads
+    `yesterday` or `in March` in (their bounds are its midnights), as YYYY-MM-DD (clamped
+    to years 0001-9999)."""
     try:
-        return dt.datetime.fromtimestamp(ns / 1e9, dt.UTC).date().isoformat()
+        return dt.datetime.fromtimestamp(ns / 1e9).date().isoformat()
     except (OverflowError, OSError, ValueError):
         return "0000-00-00" if ns < 0 else "9999-99-99"
 
