@@ -338,6 +338,23 @@ def test_a_notes_own_date_is_a_day_in_the_time_zone_its_bounds_are_midnights_of(
         time.tzset()
 
 
+def test_the_time_bounds_may_go_by_a_notes_created_date(build: Build) -> None:
+    index = build(
+        {
+            "made-long-ago.md": "---\ncreated: 2020-01-01\nupdated: 2026-03-10\n---\nword\n",
+            "made-lately.md": "---\ncreated: 2026-03-09\nupdated: 2026-03-09\n---\nword\n",
+        }
+    )
+    day = int(dt.datetime(2026, 3, 1, tzinfo=dt.UTC).timestamp()) * SECOND
+    changed = Filters(modified_after_ns=day)
+    assert sorted(paths_of(search.search(index, "word", changed))) == [
+        "made-lately.md",
+        "made-long-ago.md",
+    ]
+    made = replace(changed, dated_by="created")
+    assert paths_of(search.search(index, "word", made)) == ["made-lately.md"]
+
+
 def test_modified_before_keeps_notes_modified_before_the_moment(build: Build) -> None:
     index = build(
         {"old.md": "word\n", "edge.md": "word\n", "new.md": "word\n"},

@@ -87,6 +87,13 @@ def at(*parts: int) -> dt.datetime:
     return dt.datetime(*parts, tzinfo=dt.UTC)  # type: ignore[misc]
 
 
+def test_a_question_of_what_was_made_goes_by_created_dates() -> None:
+    for question in ("notes created last week", "what did I add in March", "new notes today"):
+        found = grammar.question_time(question, NOW)
+        assert found is not None
+        assert found.dated_by == ("updated" if "add " in question else "created"), question
+
+
 @pytest.mark.parametrize(
     ("question", "phrase", "rest", "after", "before"),
     [

@@ -15,13 +15,14 @@ pytestmark = pytest.mark.asyncio
 TODAY = dt.datetime.now(dt.UTC).date()
 
 
-def dated(days_ago: int, text: str) -> str:
-    return f"---\nupdated: {TODAY - dt.timedelta(days=days_ago)}\n---\n{text}\n"
+def dated(days_ago: int, text: str, made: int = 500) -> str:
+    updated, created = (TODAY - dt.timedelta(days=days) for days in (days_ago, made))
+    return f"---\ncreated: {created}\nupdated: {updated}\n---\n{text}\n"
 
 
 NOTES = {
     "recent.md": dated(1, "# Pricing call\n\nWe agreed on the pricing tiers."),
-    "older.md": dated(20, "# Pricing draft\n\nA first pricing sketch."),
+    "older.md": dated(20, "# Pricing draft\n\nA first pricing sketch.", made=25),
     "ancient.md": dated(400, "# Pricing history\n\nPricing as it was."),
     "other.md": dated(1, "# Garden\n\nTomatoes and basil."),
 }
@@ -69,6 +70,7 @@ async def test_a_time_that_matches_nothing_leaves_the_whole_question_to_every_no
     assert found["time"] == {
         "phrase": "before 2000-01-01",
         "applied": False,
+        "dates": "updated",
         "modified_before": "2000-01-01T00:00:00+00:00",
     }
     assert "before 2000-01-01" in found["hint"]
@@ -108,3 +110,15 @@ async def test_an_unreadable_modified_before_is_refused_with_the_forms(node: Har
     assert code == "invalid_argument"
     assert "modified_before" in message
     assert "YYYY-MM-DD" in message
+
+
+async def test_a_question_of_what_was_created_goes_by_the_notes_created_dates(
+    start_node: NodeFactory,
+) -> None:
+    node = await started(start_node)
+    found = await node.ok("note_search", {"query": "pricing notes created in the last 30 days"})
+    assert paths(found) == ["older.md"]
+    assert found["time"]["dates"] == "created"
+    added = await node.ok("note_search", {"query": "pricing added yesterday"})
+    assert (added["time"]["dates"], added["time"]["applied"]) == ("created", False)
+    assert added["hint"].startswith("nothing created 'yesterday' matches")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 import re2
 
@@ -156,6 +157,8 @@ class QuestionTime:
     """What is searched for: the question without the phrase (a period alone stays)."""
     after: dt.datetime | None
     before: dt.datetime | None
+    dated_by: Literal["updated", "created"] = "updated"
+    """`created` when the question asks what was made then ("notes created last week")."""
 
 
 # In a question, months by their full names: `mar` or `jan` may well be words of their own.
@@ -172,6 +175,7 @@ _QUESTION_TIME = re.compile(
     re.IGNORECASE,
 )
 _YEAR = re.compile(r"(?:19|20)[0-9]{2}")
+_MADE = re.compile(r"\b(?:created|added|new\s+notes?)\b", re.IGNORECASE)
 _BEFORE_MARK = re.compile(r"\s+([?.!,;:])")
 
 
@@ -181,7 +185,8 @@ def question_time(question: str, now: dt.datetime) -> QuestionTime | None:
     without it; None when it names none. `since` a period counts from its start, `after`
     from its end, `before` up to its start, `until` up to its end; `in`, `during` or
     `from` a period, and a period alone (`last week's notes`), mean within it; a period
-    alone stays in the words searched too, unless it is all there is. A year alone counts
+    alone stays in the words searched too, unless it is all there is. A question of what
+    was created, added or new goes by the notes' `created` dates. A year alone counts
     only after since, after, before or until (`plans in 2027` is about 2027, and `notes
     from 2024` may be too)."""
     found = _QUESTION_TIME.search(question)
@@ -197,7 +202,8 @@ def question_time(question: str, now: dt.datetime) -> QuestionTime | None:
         rest = ""  # "yesterday?"
     elif found["bare"]:
         rest = question  # "today's daily note": the words may be the subject too
-    return QuestionTime(found[0], rest, after, before)
+    made = _MADE.search(question) is not None
+    return QuestionTime(found[0], rest, after, before, "created" if made else "updated")
 
 
 def parse_day(text: str, today: dt.date, name: str) -> dt.date:

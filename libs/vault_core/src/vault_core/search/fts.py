@@ -53,6 +53,8 @@ class Filters:
     glob: str = ""
     modified_after_ns: int | None = None
     modified_before_ns: int | None = None
+    dated_by: Literal["updated", "created"] = "updated"
+    """Which of a note's own dates the time bounds go by (its file's mtime when it has none)."""
 
 
 @dataclass
@@ -402,7 +404,8 @@ def _where(conn: sqlite3.Connection, filters: Filters) -> tuple[list[str], list[
     for bound, since in ((filters.modified_after_ns, True), (filters.modified_before_ns, False)):
         if bound is not None:
             op = ">=" if since else "<"
-            where.append(f"CASE WHEN n.updated GLOB '{_ISO_DAY}*' THEN substr(n.updated, 1, 10)"
+            own = "n.created" if filters.dated_by == "created" else "n.updated"
+            where.append(f"CASE WHEN {own} GLOB '{_ISO_DAY}*' THEN substr({own}, 1, 10)"
                          f" {op} ? ELSE n.mtime {op} ? END")  # fmt: skip
             moment = min(max(bound, -(2**63)), 2**63 - 1)  # SQLite ints
             params += [_day(moment), moment]

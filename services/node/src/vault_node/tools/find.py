@@ -73,7 +73,10 @@ HIT = obj(
     }
 )
 
-TIME = obj({"phrase": STR, "applied": BOOL}, {"modified_after": STR, "modified_before": STR})
+TIME = obj(
+    {"phrase": STR, "applied": BOOL, "dates": STR},
+    {"modified_after": STR, "modified_before": STR},
+)
 EMBEDDING = obj({"model": STR, "embedded": INT, "total": INT, "done": BOOL})
 
 PASSAGE = obj(
@@ -293,6 +296,7 @@ def note_search(call: Call) -> dict[str, Any]:
         glob=args["glob"] or "",
         modified_after_ns=_ns(after),
         modified_before_ns=_ns(before),
+        dated_by=asked.dated_by if asked is not None else "updated",
     )
     call.opened.fresh()
     answer = _find(call, query, filters)
@@ -319,11 +323,11 @@ def note_search(call: Call) -> dict[str, Any]:
         result["passages"] = [vars(passage) for passage in chosen]
     if asked is not None and not applied and found.total:
         result["hint"] = (
-            f"nothing changed {asked.phrase!r} matches; these hits are from any time (pass "
-            "modified_after or modified_before to set the time yourself)"
+            f"nothing {_DONE[asked.dated_by]} {asked.phrase!r} matches; these hits are from "
+            "any time (pass modified_after or modified_before to set the time yourself)"
         )
     elif found.total == 0 and asked is not None and not asked.rest:
-        result["hint"] = f"no note changed {asked.phrase!r}" + (
+        result["hint"] = f"no note {_DONE[asked.dated_by]} {asked.phrase!r}" + (
             " under these filters" if _narrowed_by_more(filters) else ""
         )
     elif found.total == 0:
@@ -349,6 +353,9 @@ def _find(call: Call, query: str, filters: search.Filters) -> hybrid.Found:
     )
 
 
+_DONE = {"updated": "changed", "created": "created"}
+
+
 def _narrowed_by_more(filters: search.Filters) -> bool:
     """Whether filters besides the time leave notes out."""
     return bool(filters.tags or filters.prefix or filters.glob)
@@ -362,7 +369,7 @@ def _ns(moment: dt.datetime | None) -> int | None:
 
 def _time(asked: grammar.QuestionTime, *, applied: bool) -> dict[str, Any]:
     """What `time` tells of a time read from the question."""
-    told: dict[str, Any] = {"phrase": asked.phrase, "applied": applied}
+    told: dict[str, Any] = {"phrase": asked.phrase, "applied": applied, "dates": asked.dated_by}
     for name, moment in (("modified_after", asked.after), ("modified_before", asked.before)):
         if moment is not None:
             told[name] = moment.isoformat()
