@@ -308,6 +308,28 @@ def test_a_name_link_resolves_among_the_visible_notes_alone(tmp_path: Path) -> N
         index.close()
 
 
+def test_a_name_link_finds_the_visible_note_in_the_other_normal_form(tmp_path: Path) -> None:
+    """[[café]] typed composed, a composed café.md hidden and a decomposed one visible: in
+    the vault the link's own spelling wins (the hidden note); under the rules it goes to
+    the visible note, as in a vault of the visible notes alone."""
+    decomposed = unicodedata.normalize("NFD", "café")
+    files = {
+        f"pub/{decomposed}.md": "# Visible\n",
+        "hidden/café.md": "# Hidden\n",
+        "pub/a.md": "# A\n\n[[café]]\n",
+    }
+    index = build(tmp_path / "v", files)
+    try:
+        everything = queries.backlinks(index, "pub/a.md")
+        assert [row["path"] for row in everything["outgoing"]] == ["hidden/café.md"]
+        with scope.applied(Reach.of(["pub"])):
+            graph = queries.backlinks(index, "pub/a.md")
+            assert [row["path"] for row in graph["outgoing"]] == [f"pub/{decomposed}.md"]
+            assert "broken" not in graph or not graph["broken"]
+    finally:
+        index.close()
+
+
 def test_callers_with_other_rules_in_turn_each_get_their_own_resolution(tmp_path: Path) -> None:
     files = {"pub/plan.md": "# Plan\n", "hidden/plan.md": "# Plan\n", "pub/a.md": "[[plan]]\n"}
     files["hidden/b.md"] = "[[plan]]\n"

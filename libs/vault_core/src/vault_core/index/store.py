@@ -108,7 +108,7 @@ class Index:
             self.db_path, timeout=5.0, check_same_thread=False, isolation_level=None
         )
         conn.execute("PRAGMA busy_timeout = 5000")
-        for name, function in scope.FUNCTIONS.items():
+        for name, function in (scope.FUNCTIONS | linkstore.FUNCTIONS).items():
             conn.create_function(name, 1, function, deterministic=True)
         if readonly:
             conn.execute("PRAGMA query_only = 1")
