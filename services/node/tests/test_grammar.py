@@ -67,6 +67,9 @@ def test_every_time_form_of_the_spec_is_read(text: str, expected: dt.datetime) -
         ("in April", dt.datetime(2025, 4, 1, tzinfo=dt.UTC)),  # the last April, not the next
         ("Sept 2024", dt.datetime(2024, 9, 1, tzinfo=dt.UTC)),
         ("since 2026-01-02", dt.datetime(2026, 1, 2, tzinfo=dt.UTC)),
+        ("Monday", dt.datetime(2026, 3, 9, tzinfo=dt.UTC)),  # the last Monday
+        ("sunday", dt.datetime(2026, 3, 15, tzinfo=dt.UTC)),  # today is one
+        ("last Sunday", dt.datetime(2026, 3, 8, tzinfo=dt.UTC)),  # one before today
     ],
 )
 def test_a_time_in_plain_words_is_the_start_of_the_day_week_month_or_year_it_names(
@@ -118,6 +121,10 @@ def test_a_question_of_what_was_made_goes_by_created_dates() -> None:
         ("during this year", "during this year", "", at(2026, 1, 1), at(2027, 1, 1)),
         ("open today's daily note", "today's", "open today's daily note",
          at(2026, 3, 15), at(2026, 3, 16)),
+        ("what changed since Monday?", "since Monday", "what changed?", at(2026, 3, 9), None),
+        ("notes from last Friday", "from last Friday", "notes", at(2026, 3, 13), at(2026, 3, 14)),
+        ("standup on Sunday", "on Sunday", "standup", at(2026, 3, 15), at(2026, 3, 16)),
+        ("meeting on 2026-03-05", "on 2026-03-05", "meeting", at(2026, 3, 5), at(2026, 3, 6)),
     ],
 )  # fmt: skip
 def test_a_time_a_question_names_is_read_with_the_question_left_without_it(
@@ -140,6 +147,9 @@ def test_a_time_a_question_names_is_read_with_the_question_left_without_it(
         "in the last 999 years",
         "how do I rotate the API key?",
         "",
+        "Monday standup notes",  # a weekday alone may be a name
+        "what is due before Friday",  # more often the next Friday than the last
+        "notes on March planning",  # `on` takes a day alone
     ],
 )
 def test_a_question_naming_no_readable_time_is_left_as_it_is(question: str) -> None:
@@ -149,6 +159,7 @@ def test_a_question_naming_no_readable_time_is_left_as_it_is(question: str) -> N
 _TIME_WORDS = ["since", "after", "before", "until", "in", "during", "from", "the", "last",
                "past", "this", "week", "month", "year", "today", "yesterday", "March", "may",
                "December", "0", "3", "999", "days", "0001-01", "9999-12", "9999-12-31",
+               "on", "Monday", "friday",
                "2026-02-30", "1900", "2099", "'s", "?", "notes"]  # fmt: skip
 
 

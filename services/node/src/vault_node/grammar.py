@@ -23,7 +23,7 @@ _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _DOLLAR = re.compile(r"\$(\$|[0-9]+|\{[A-Za-z_0-9]+\}|[A-Za-z_][A-Za-z_0-9]*)")
 TIME_FORMS = (
     "YYYY-MM-DD, YYYY-MM, an RFC 3339 time, today, yesterday, (since) last week, this month,"
-    " in March, March 2026, or a span like 7d, 2w, 6m, 1y, 12h"
+    " in March, March 2026, Monday, last Friday, or a span like 7d, 2w, 6m, 1y, 12h"
 )
 _MONTHS = {
     name: number
@@ -48,6 +48,8 @@ _MONTHS = {
 }
 _NAMED_MONTH = re.compile(r"(?:in\s+)?([a-z]+)(?:\s+([0-9]{4}))?")
 _PERIOD = re.compile(r"(this|last)\s+(week|month|year)")
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_WEEKDAY = re.compile(rf"(last\s+)?({'|'.join(_WEEKDAYS)})")
 
 
 def parse_span(text: str) -> dt.timedelta:
@@ -102,6 +104,10 @@ def _in_words(text: str, now: dt.datetime) -> dt.datetime | None:
             first = today.replace(day=1)
             return (first - dt.timedelta(days=1)).replace(day=1) if back else first
         return today.replace(month=1, day=1, year=today.year - back)
+    weekday = _WEEKDAY.fullmatch(text)
+    if weekday:  # the last such day, today included; `last Monday` a Monday before today
+        back = (today.weekday() - _WEEKDAYS.index(weekday.group(2))) % 7
+        return today - dt.timedelta(days=back or 7 * bool(weekday.group(1)))
     named = _NAMED_MONTH.fullmatch(text)
     if named and named.group(1) in _MONTHS:
         month = _MONTHS[named.group(1)]
@@ -113,12 +119,17 @@ def _in_words(text: str, now: dt.datetime) -> dt.datetime | None:
 Bounds = tuple[dt.datetime | None, dt.datetime | None]
 
 
-def _bounds(found: re.Match[str], now: dt.datetime) -> Bounds:
-    """The after and before bounds of a `_QUESTION_TIME` match."""
+def _bounds(found: re.Match[str], now: dt.datetime) -> Bounds | None:
+    """The after and before bounds of a `_QUESTION_TIME` match; None when it is more
+    likely no time of the past."""
     if found["count"]:
         units = {"hour": "h", "day": "d", "week": "w", "month": "m", "year": "y"}
         return now - parse_span(found["count"] + units[found["unit"].lower()]), None
-    point = " ".join((found["point"] or found["within"] or found["bare"]).lower().split())
+    named = found["point"] or found["within"] or found["day"] or found["bare"]
+    point = " ".join(named.lower().split())
+    rel = (found["rel"] or "").lower()
+    if rel in ("after", "before", "until") and _WEEKDAY.fullmatch(point):
+        return None  # `before Friday` is more often the next one than the last
     start, end = _period(point, now)
     by_word: dict[str, Bounds] = {
         "since": (start, None),
@@ -126,7 +137,7 @@ def _bounds(found: re.Match[str], now: dt.datetime) -> Bounds:
         "before": (None, start),
         "until": (None, end),
     }
-    return by_word.get((found["rel"] or "").lower(), (start, end))
+    return by_word.get(rel, (start, end))
 
 
 def _period(text: str, now: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
@@ -135,7 +146,7 @@ def _period(text: str, now: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
     if _YEAR.fullmatch(text):
         return _month_start(int(text), 1, now), _month_start(int(text) + 1, 1, now)
     start = parse_time(text, now)
-    if text in ("today", "yesterday") or _DAY.fullmatch(text):
+    if text in ("today", "yesterday") or _DAY.fullmatch(text) or _WEEKDAY.fullmatch(text):
         return start, start + dt.timedelta(days=1)
     if text.endswith("week"):
         return start, start + dt.timedelta(days=7)
@@ -164,11 +175,15 @@ class QuestionTime:
 # In a question, months by their full names: `mar` or `jan` may well be words of their own.
 _FULL_MONTHS = "|".join(name for name in _MONTHS if name not in ("jan", "feb", "mar", "apr",
                         "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"))  # fmt: skip
-_NAMED = r"(?:this|last)\s+(?:week|month|year)|today|yesterday"
-_POINT = rf"{_NAMED}|(?:{_FULL_MONTHS})(?:\s+[0-9]{{4}})?|[0-9]{{4}}-[0-9]{{2}}(?:-[0-9]{{2}})?"
+_NAMED = rf"(?:this|last)\s+(?:week|month|year)|today|yesterday|last\s+(?:{'|'.join(_WEEKDAYS)})"
+_POINT = (
+    rf"{_NAMED}|(?:{_FULL_MONTHS})(?:\s+[0-9]{{4}})?|[0-9]{{4}}-[0-9]{{2}}(?:-[0-9]{{2}})?"
+    rf"|{'|'.join(_WEEKDAYS)}"
+)
 _QUESTION_TIME = re.compile(
     rf"\b(?:(?P<rel>since|after|before|until)\s+(?P<point>{_POINT}|(?:19|20)[0-9]{{2}})"
     rf"|(?:in|during|from)\s+(?P<within>{_POINT})"
+    rf"|on\s+(?P<day>(?:last\s+)?(?:{'|'.join(_WEEKDAYS)})|[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}})"
     rf"|(?P<bare>{_NAMED})"
     r"|(?:in\s+the\s+)?(?:last|past)\s+(?P<count>[0-9]{1,3})\s+(?P<unit>hour|day|week|month|year)s?)"
     r"(?:['’]s)?\b",
@@ -183,19 +198,23 @@ def question_time(question: str, now: dt.datetime) -> QuestionTime | None:
     """The first time a question names in English plain words — `since last week`, `in
     March`, `before 2026-02-01`, `yesterday`, `in the last 3 days` — and the question
     without it; None when it names none. `since` a period counts from its start, `after`
-    from its end, `before` up to its start, `until` up to its end; `in`, `during` or
-    `from` a period, and a period alone (`last week's notes`), mean within it; a period
-    alone stays in the words searched too, unless it is all there is. A question of what
-    was created, added or new goes by the notes' `created` dates. A year alone counts
-    only after since, after, before or until (`plans in 2027` is about 2027, and `notes
-    from 2024` may be too)."""
+    from its end, `before` up to its start, `until` up to its end; `in`, `during` or `from`
+    a period, `on` a day (`on Monday`, `on 2026-03-05`), and a period alone (`last week's
+    notes`) mean within it; a period alone stays in the words searched too, unless it is
+    all there is. A question of what was created, added or new goes by the notes'
+    `created` dates. A year alone counts only after since, after, before or until (`plans
+    in 2027` is about 2027, and `notes from 2024` may be too), a weekday only after since,
+    from, on or last (`before Friday` is more often the next one)."""
     found = _QUESTION_TIME.search(question)
     if found is None:
         return None
     try:
-        after, before = _bounds(found, now)
+        bounds = _bounds(found, now)
     except (ArgumentError, ValueError, OverflowError):
         return None  # `since 2026-02-30`: no time, so words like any others
+    if bounds is None:
+        return None
+    after, before = bounds
     rest = " ".join((question[: found.start()] + " " + question[found.end() :]).split())
     rest = _BEFORE_MARK.sub(r"\1", rest).strip(" ,;:-")
     if not any(char.isalnum() for char in rest):
