@@ -321,21 +321,32 @@ def note_search(call: Call) -> dict[str, Any]:
     if args["max_tokens"] and query:
         chosen = passages.best(found.hits, query, args["max_tokens"], _body(call))
         result["passages"] = [vars(passage) for passage in chosen]
-    if asked is not None and not applied and found.total:
-        result["hint"] = (
+    hint = _hint(found.total, asked, applied=applied, filters=filters)
+    if hint:
+        result["hint"] = hint
+    return result
+
+
+def _hint(
+    total: int, asked: grammar.QuestionTime | None, *, applied: bool, filters: search.Filters
+) -> str:
+    """What to tell of an empty answer, or of one found only without the question's time."""
+    if asked is not None and not applied and total:
+        return (
             f"nothing {_DONE[asked.dated_by]} {asked.phrase!r} matches; these hits are from "
             "any time (pass modified_after or modified_before to set the time yourself)"
         )
-    elif found.total == 0 and asked is not None and not asked.rest:
-        result["hint"] = f"no note {_DONE[asked.dated_by]} {asked.phrase!r}" + (
-            " under these filters" if _narrowed_by_more(filters) else ""
+    if total:
+        return ""
+    if asked is not None and not asked.rest:
+        others = filters.tags or filters.prefix or filters.glob
+        return f"no note {_DONE[asked.dated_by]} {asked.phrase!r}" + (
+            " under these filters" if others else ""
         )
-    elif found.total == 0:
-        result["hint"] = (
-            "nothing found; try fewer or other words, drop a filter, or use vault_grep for "
-            "exact text and regular expressions"
-        )
-    return result
+    return (
+        "nothing found; try fewer or other words, drop a filter, or use vault_grep for "
+        "exact text and regular expressions"
+    )
 
 
 def _find(call: Call, query: str, filters: search.Filters) -> hybrid.Found:
@@ -354,11 +365,6 @@ def _find(call: Call, query: str, filters: search.Filters) -> hybrid.Found:
 
 
 _DONE = {"updated": "changed", "created": "created"}
-
-
-def _narrowed_by_more(filters: search.Filters) -> bool:
-    """Whether filters besides the time leave notes out."""
-    return bool(filters.tags or filters.prefix or filters.glob)
 
 
 def _ns(moment: dt.datetime | None) -> int | None:
