@@ -25,8 +25,15 @@ from tickets import SigningKey, sign_checkpoint, sign_snapshot
 from tickets import testing as tt
 from vault_node.app import Node, create_app
 from vault_node.config import NodeConfig
-from vault_node.feed import CHECKPOINT_FILE, JWKS_FILE, SNAPSHOT_FILE, StateDir, build_verifier
-from vault_node.testing import PUBLIC_URL, StubCenter, make_config, mint
+from vault_node.feed import (
+    CHECKPOINT_FILE,
+    JWKS_FILE,
+    SNAPSHOT_FILE,
+    StateDir,
+    build_verifier,
+    reason_of,
+)
+from vault_node.testing import PUBLIC_URL, StubCenter, free_port, make_config, mint
 
 pytestmark = pytest.mark.asyncio
 
@@ -413,3 +420,19 @@ async def test_polls_make_no_tls_context_and_an_https_center_gets_one_per_client
     assert not any(feed.poll_once() for _ in range(5))  # nothing listens there
     assert len(made) == before
     assert before <= 2  # one for the key source's client, one for the feed's
+
+
+async def test_a_failure_to_reach_a_peer_names_the_systems_reason_and_nothing_else() -> None:
+    """`reason_of` is what every "…_failed" log line says: a refused connection and a name
+    nobody answers read differently, and neither names the URL."""
+    reasons = []
+    for url in (f"http://127.0.0.1:{free_port()}/v1/nodes/leases", "http://no-such.invalid/"):
+        with pytest.raises(httpx.ConnectError) as caught:
+            httpx.post(url, timeout=5)
+        reasons.append(reason_of(caught.value))
+    refused, unknown = reasons
+    assert refused == "ConnectError (Connection refused)"
+    assert unknown.startswith("ConnectError (")
+    assert unknown != refused
+    assert not any("127.0.0.1" in r or "invalid" in r or "leases" in r for r in reasons)
+    assert reason_of(httpx.ReadTimeout("timed out")) == "ReadTimeout"

@@ -72,6 +72,14 @@ def reason_of(exc: BaseException) -> str:
         return exc.message
     if isinstance(exc, httpx.HTTPStatusError):
         return f"HTTP {exc.response.status_code}"
+    if isinstance(exc, httpx.TransportError):
+        # The system's own word under it ("Connection refused", "Name or service not
+        # known"): an operator tells a stopped peer from a name nobody answers.
+        cause = exc.__cause__ or exc.__context__
+        while cause is not None and not (isinstance(cause, OSError) and cause.strerror):
+            cause = cause.__cause__ or cause.__context__
+        if cause is not None:
+            return f"{type(exc).__name__} ({cause.strerror})"
     return type(exc).__name__
 
 
