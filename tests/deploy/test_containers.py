@@ -309,7 +309,10 @@ def stack(
             f"postgresql://secondbrain:{password}@postgres:5432/secondbrain"
         ),
         "SECONDBRAIN_CENTER_UPSTREAMS": "center:2021 center-2:2021",
+        "SECONDBRAIN_NODE_TRUST_DIR": str(root / "trust"),
     }
+    (root / "trust").mkdir(mode=0o755)
+    (root / "trust").chmod(0o755)  # the nodes' user reads it
     env_file = root / "compose.env"
     write_env(env_file, values)
     setup = Stack(
@@ -329,11 +332,20 @@ def stack(
         wait_healthy(container("center"))
         values["SECONDBRAIN_NODE_A_CREDENTIAL"] = register_node("node-a")
         values["SECONDBRAIN_NODE_B_CREDENTIAL"] = register_node("node-b")
+        # Caddy first, for its own root (`local_certs`), which the nodes must trust to
+        # reach each other through it: as deploy/trust/README.md tells an operator.
+        setup.compose("up", "--detach", "--no-deps", "caddy")
+        setup.tls = caddy_ca(root)
+        trusted = root / "trust" / "caddy-root.crt"
+        shutil.copyfile(root / "caddy-root.crt", trusted)
+        trusted.chmod(0o644)
+        values["SECONDBRAIN_NODE_CA_FILE"] = "/etc/secondbrain/trust/caddy-root.crt"
         write_env(env_file, values)
         setup.compose("up", "--detach")
         for service in ("center-2", "node-a", "node-b"):
             wait_healthy(container(service))
-        setup.tls = caddy_ca(root)
+        wait_proxied(setup, "node-a")
+        wait_proxied(setup, "node-b")
         report(request, f"compose stack up in {time.monotonic() - started:.0f} s")
         yield setup
     finally:
@@ -421,12 +433,39 @@ async def test_a_note_written_on_node_a_reads_back_through_the_proxy(
 
 
 @pytest.mark.asyncio
+async def test_a_write_on_the_primary_reaches_its_replica_through_the_proxy(
+    stack: Stack, token: str
+) -> None:
+    """node-a pushes every write of the replicated `team` to node-b at node-b's public
+    name, through Caddy, trusting Caddy's own root (`SECONDBRAIN_NODE_CA_FILE`): node-b's
+    copy reports the primary's head and counts as in sync. Without that trust every push
+    failed on the certificate and node-b stayed out of sync for good."""
+    wait_replicated(stack, "team")
+    async with mcp_session(f"{public('node-a')}/mcp", token, stack.tls) as session:
+        note = {"vault": "team", "path": "wiki/replicated", "content": "shipped\n"}
+        await create_note(session, note, settling=SETTLING)
+    end = time.monotonic() + DEADLINE
+    with stack.operator() as http:
+        while True:
+            listed = http.get(f"{public('center')}/v1/replication").json()["vaults"]
+            team = next(vault for vault in listed if vault["name"] == "team")
+            by_role = {copy["role"]: copy for copy in team["copies"]}
+            primary, replica = by_role.get("primary"), by_role.get("replica")
+            if primary and replica and replica["in_sync"] and replica["head"] == primary["head"]:
+                break
+            if time.monotonic() > end:
+                pytest.fail(f"node-b's copy never caught up: {team}\n{tails('node-a', 'node-b')}")
+            time.sleep(1)
+    assert {primary["node"], replica["node"]} == {"node-a", "node-b"}
+    assert replica["lag"] == 0
+
+
+@pytest.mark.asyncio
 async def test_node_b_is_reached_by_its_own_host_name(stack: Stack, token: str) -> None:
     async with mcp_session(f"{public('node-b')}/mcp", token, stack.tls) as session:
         listed = await call(session, "vault_list", {})
         await call(session, "note_create", {"vault": "personal", "path": "b", "content": "on B"})
     assert "personal" in {vault["name"] for vault in listed["vaults"]}
-    assert "team" not in {vault["name"] for vault in listed["vaults"]}
     with stack.http() as http:
         document = http.get(f"{public('node-b')}/.well-known/oauth-protected-resource").json()
     assert document["resource"] == f"{public('node-b')}/mcp"

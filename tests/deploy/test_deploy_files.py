@@ -80,11 +80,14 @@ def test_compose_runs_caddy_a_center_and_two_nodes_with_their_own_volumes() -> N
     assert {"caddy", "center", "node-a", "node-b"} <= set(services)
     for name in ("caddy", "center", "node-a", "node-b"):
         assert "profiles" not in services[name], name
-    volumes = {
-        name: [v.split(":")[0] for v in services[name]["volumes"]] for name in ("node-a", "node-b")
-    }
+    mounts = {name: services[name]["volumes"] for name in ("node-a", "node-b")}
+    volumes = {name: [v.split(":")[0] for v in mounts[name][:1]] for name in mounts}
     assert volumes["node-a"] != volumes["node-b"]
     assert set(volumes["node-a"]) <= set(compose()["volumes"])
+    # Besides its own volume, each node reads the same trust folder, and only reads it.
+    trust = "${SECONDBRAIN_NODE_TRUST_DIR:-./deploy/trust}:/etc/secondbrain/trust:ro"
+    assert mounts["node-a"][1:] == mounts["node-b"][1:] == [trust]
+    assert (ROOT / "deploy" / "trust" / "README.md").is_file()
     published = [name for name, service in services.items() if "ports" in service]
     assert sorted(published) == ["caddy", "prometheus"]
     assert all(p.startswith("127.0.0.1:") for p in services["prometheus"]["ports"])
@@ -249,9 +252,15 @@ def test_every_setting_compose_passes_is_one_the_services_know() -> None:
     }
     assert Settings(**center).issuer == "https://center.example.com"
     for node in ("node-a", "node-b"):
+        environment = services[node]["environment"]
+        # The one variable that is not the node's own: the TLS library's trust anchors.
+        assert {key for key in environment if not key.startswith("SECONDBRAIN_")} == {
+            "SSL_CERT_FILE"
+        }
         values = {
             key.removeprefix("SECONDBRAIN_").lower(): interpolate(value, ENV)
-            for key, value in services[node]["environment"].items()
+            for key, value in environment.items()
+            if key.startswith("SECONDBRAIN_")
         }
         assert set(values) <= set(NodeConfig.model_fields), node
         config = NodeConfig(**{**values, "data_dir": "/data"})
