@@ -3,6 +3,7 @@ test moves, over a real library of vaults."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 
 from tickets import testing as tt
 from vault_core import Library, Settings, copies
+from vault_node import lease as lease_module
 from vault_node.config import NodeConfig
 from vault_node.errors import FailingOverError, NotPrimaryError
 from vault_node.lease import Leases
@@ -223,3 +225,28 @@ def test_a_primary_vouches_only_for_replicas_whose_head_it_learnt_at_this_epoch(
         assert "caught_up" not in leases.body()["copies"][0]
     finally:
         replicator.close()
+
+
+@pytest.mark.asyncio
+async def test_a_failed_renewal_is_tried_again_sooner_doubling_up_to_the_interval(
+    config: NodeConfig, library: Library, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a 10 s lease renewed every 3 s, two failures in a row at the interval's pace
+    (a center stopping, its name still answered for a moment) used most of the lease."""
+    leases = _leases(config, library, Clock())
+    outcomes = iter([False, False, False, False, True, False, True])
+    waits: list[float] = []
+
+    def renew_once() -> bool:
+        return next(outcomes)
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        if len(waits) == 7:
+            raise asyncio.CancelledError
+
+    monkeypatch.setattr(leases, "renew_once", renew_once)
+    monkeypatch.setattr(lease_module.anyio, "sleep", sleep)
+    with pytest.raises(asyncio.CancelledError):
+        await leases.run()
+    assert waits == [0.5, 1.0, 2.0, 3.0, 3.0, 0.5, 3.0]

@@ -33,6 +33,8 @@ LEASES_PATH = "/v1/nodes/leases"
 OUT_OF_SYNC_PATH = "/v1/nodes/replicas/out-of-sync"
 DEFAULT_RENEW = 3.0
 """Seconds between renewals until the center's first answer names its own `renew`."""
+RETRY_FIRST = 0.5
+"""Seconds before a failed renewal is tried again the first time (then doubling)."""
 MAX_TTL = 3600
 
 
@@ -298,10 +300,18 @@ class Leases:
             copies.save(root, wanted)
 
     async def run(self) -> None:
-        """Renew now, then every `renew` seconds (cancelled at shutdown)."""
+        """Renew now, then every `renew` seconds (cancelled at shutdown). A failed renewal
+        is tried again sooner, after RETRY_FIRST seconds doubling up to `renew` while it
+        keeps failing: a center that is stopping, or a name that still leads to one, costs
+        a primary a moment of its lease instead of a whole interval."""
+        wait = RETRY_FIRST
         while True:
-            await run_in_threadpool(self.renew_once)
-            await anyio.sleep(self.renew)
+            if await run_in_threadpool(self.renew_once):
+                wait = RETRY_FIRST
+                await anyio.sleep(self.renew)
+            else:
+                await anyio.sleep(min(wait, self.renew))
+                wait = min(wait * 2, self.renew)
 
     def out_of_sync(self, vault: str, epoch: int, node: str) -> bool:
         """Tell the center that replica `node` missed a commit; True only on its 200."""
