@@ -125,6 +125,37 @@ def test_a_question_of_what_was_made_goes_by_created_dates() -> None:
         ("notes from last Friday", "from last Friday", "notes", at(2026, 3, 13), at(2026, 3, 14)),
         ("standup on Sunday", "on Sunday", "standup", at(2026, 3, 15), at(2026, 3, 16)),
         ("meeting on 2026-03-05", "on 2026-03-05", "meeting", at(2026, 3, 5), at(2026, 3, 6)),
+        # A rolling span: `the last week` counts back from now, `last week` is a calendar one.
+        ("what changed in the past week", "in the past week", "what changed",
+         NOW - dt.timedelta(days=7), None),
+        ("notes from the last two weeks", "from the last two weeks", "notes",
+         NOW - dt.timedelta(days=14), None),
+        ("what did I do over the past couple of days", "over the past couple of days",
+         "what did I do", NOW - dt.timedelta(days=2), None),
+        ("decisions over the last month", "over the last month", "decisions",
+         NOW - dt.timedelta(days=30), None),
+        # A time ago is the day, week, month or year that was that long ago.
+        ("meeting notes 3 days ago", "3 days ago", "meeting notes", at(2026, 3, 12),
+         at(2026, 3, 13)),
+        ("what did we decide two weeks ago?", "two weeks ago", "what did we decide?",
+         at(2026, 2, 23), at(2026, 3, 2)),
+        ("a month ago", "a month ago", "", at(2026, 2, 1), at(2026, 3, 1)),
+        ("since a few days ago", "since a few days ago", "", at(2026, 3, 12), None),
+        ("what did I write this morning", "this morning", "what did I write",
+         at(2026, 3, 15), at(2026, 3, 16)),
+        # NOW is a Sunday: the weekend is this one, the last weekend the one before.
+        ("what happened last weekend", "last weekend", "what happened", at(2026, 3, 7),
+         at(2026, 3, 9)),
+        ("notes over the weekend", "over the weekend", "notes", at(2026, 3, 14),
+         at(2026, 3, 16)),
+        # A day with its month; without a year, the last such day.
+        ("notes since 1 March", "since 1 March", "notes", at(2026, 3, 1), None),
+        ("meeting on the 5th of March", "on the 5th of March", "meeting", at(2026, 3, 5),
+         at(2026, 3, 6)),
+        ("December 5, 2025 notes", "December 5, 2025", "notes", at(2025, 12, 5),
+         at(2025, 12, 6)),
+        ("notes from 20 March", "from 20 March", "notes", at(2025, 3, 20), at(2025, 3, 21)),
+        ("since Mar 3", "since Mar 3", "", at(2026, 3, 3), None),
     ],
 )  # fmt: skip
 def test_a_time_a_question_names_is_read_with_the_question_left_without_it(
@@ -150,6 +181,11 @@ def test_a_time_a_question_names_is_read_with_the_question_left_without_it(
         "Monday standup notes",  # a weekday alone may be a name
         "what is due before Friday",  # more often the next Friday than the last
         "notes on March planning",  # `on` takes a day alone
+        "what is due before March 20",  # a day ahead this year: more likely the next one
+        "which 3 may I delete",  # `may` with a number and no word before it: a verb
+        "notes in 3 days",  # ahead
+        "notes on 31 February",  # no such day
+        "notes from 0 March",
     ],
 )
 def test_a_question_naming_no_readable_time_is_left_as_it_is(question: str) -> None:
@@ -159,7 +195,8 @@ def test_a_question_naming_no_readable_time_is_left_as_it_is(question: str) -> N
 _TIME_WORDS = ["since", "after", "before", "until", "in", "during", "from", "the", "last",
                "past", "this", "week", "month", "year", "today", "yesterday", "March", "may",
                "December", "0", "3", "999", "days", "0001-01", "9999-12", "9999-12-31",
-               "on", "Monday", "friday",
+               "on", "Monday", "friday", "ago", "two", "a", "few", "couple", "of",
+               "weekend", "5th", "31", "Dec", "over", "morning",
                "2026-02-30", "1900", "2099", "'s", "?", "notes"]  # fmt: skip
 
 

@@ -23,7 +23,8 @@ _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _DOLLAR = re.compile(r"\$(\$|[0-9]+|\{[A-Za-z_0-9]+\}|[A-Za-z_][A-Za-z_0-9]*)")
 TIME_FORMS = (
     "YYYY-MM-DD, YYYY-MM, an RFC 3339 time, today, yesterday, (since) last week, this month,"
-    " in March, March 2026, Monday, last Friday, or a span like 7d, 2w, 6m, 1y, 12h"
+    " in March, March 2026, 5 December, Monday, last Friday, 3 days ago, last weekend, or a"
+    " span like 7d, 2w, 6m, 1y, 12h"
 )
 _MONTHS = {
     name: number
@@ -46,6 +47,10 @@ _MONTHS = {
     )
     for name in names
 }
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+            "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+            "few": 3, "a few": 3, "several": 3, "couple": 2, "a couple": 2,
+            "couple of": 2, "a couple of": 2}  # fmt: skip
 _NAMED_MONTH = re.compile(r"(?:in\s+)?([a-z]+)(?:\s+([0-9]{4}))?")
 _PERIOD = re.compile(r"(this|last)\s+(week|month|year)")
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -74,9 +79,16 @@ def parse_time(text: str, now: dt.datetime, name: str = "time") -> dt.datetime:
     if value[:6].lower() == "since ":
         value = value[6:].strip()
     lowered = " ".join(value.lower().split())
+    lowered = "today" if lowered in _TODAY_PARTS else lowered
     words = _in_words(lowered, now)
     if words is not None:
         return words
+    try:
+        spoken = _spoken_period(lowered, now)
+    except (KeyError, ValueError, OverflowError):
+        spoken = None  # `31 February`: not a day, so not readable
+    if spoken is not None:
+        return spoken[0]
     if is_span(lowered):
         return now - parse_span(lowered)
     try:
@@ -122,14 +134,23 @@ Bounds = tuple[dt.datetime | None, dt.datetime | None]
 def _bounds(found: re.Match[str], now: dt.datetime) -> Bounds | None:
     """The after and before bounds of a `_QUESTION_TIME` match; None when it is more
     likely no time of the past."""
-    if found["count"]:
+    if found["count"] or found["one"]:
         units = {"hour": "h", "day": "d", "week": "w", "month": "m", "year": "y"}
-        return now - parse_span(found["count"] + units[found["unit"].lower()]), None
-    named = found["point"] or found["within"] or found["day"] or found["bare"]
+        count = _number(found["count"]) if found["count"] else 1
+        unit = (found["unit"] or found["one"]).lower()
+        return now - parse_span(f"{count}{units[unit]}"), None
+    named = (
+        found["point"]
+        or found["within"]
+        or found["within_named"]
+        or found["day"]
+        or found["spoken"]
+        or found["bare"]
+    )
     point = " ".join(named.lower().split())
     rel = (found["rel"] or "").lower()
-    if rel in ("after", "before", "until") and _WEEKDAY.fullmatch(point):
-        return None  # `before Friday` is more often the next one than the last
+    if rel in ("after", "before", "until") and (_WEEKDAY.fullmatch(point) or _ahead(point, now)):
+        return None  # `before Friday`, `until December 24`: more often the next one
     start, end = _period(point, now)
     by_word: dict[str, Bounds] = {
         "since": (start, None),
@@ -145,6 +166,11 @@ def _period(text: str, now: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
     names: one of `_POINT`'s forms, lowercase with single spaces."""
     if _YEAR.fullmatch(text):
         return _month_start(int(text), 1, now), _month_start(int(text) + 1, 1, now)
+    if text in _TODAY_PARTS:
+        text = "today"
+    spoken = _spoken_period(text, now)
+    if spoken is not None:
+        return spoken
     start = parse_time(text, now)
     if text in ("today", "yesterday") or _DAY.fullmatch(text) or _WEEKDAY.fullmatch(text):
         return start, start + dt.timedelta(days=1)
@@ -157,6 +183,56 @@ def _period(text: str, now: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
 
 def _month_start(year: int, month: int, now: dt.datetime) -> dt.datetime:
     return dt.datetime(year, month, 1, tzinfo=now.tzinfo)
+
+
+def _spoken_period(text: str, now: dt.datetime) -> tuple[dt.datetime, dt.datetime] | None:
+    """The forms only a question speaks: `3 days ago`, `two weeks ago` (the day, week,
+    month or year that was that long ago), `last weekend` (Saturday and Sunday), `5
+    December`, `December 5, 2025` (a day; without a year the last such day)."""
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    ago = _AGO.fullmatch(text)
+    if ago:
+        count, unit = _number(ago["n"]), ago["u"]
+        if unit == "day":
+            start = today - dt.timedelta(days=count)
+            return start, start + dt.timedelta(days=1)
+        if unit == "week":
+            start = today - dt.timedelta(days=today.weekday() + 7 * count)
+            return start, start + dt.timedelta(days=7)
+        if unit == "month":
+            months = today.year * 12 + today.month - 1 - count
+            start = _month_start(months // 12, months % 12 + 1, now)
+            return start, _month_start((months + 1) // 12, (months + 1) % 12 + 1, now)
+        start = _month_start(today.year - count, 1, now)
+        return start, start.replace(year=start.year + 1)
+    weekend = _WEEKEND.fullmatch(text)
+    if weekend:  # `this`: this week's; `last`: the one before; `the`: the latest begun
+        saturday = today + dt.timedelta(days=5 - today.weekday())
+        if weekend[1] == "last" or (weekend[1] == "the" and today.weekday() < 5):
+            saturday -= dt.timedelta(days=7)
+        return saturday, saturday + dt.timedelta(days=2)
+    dated = _DAY_MONTH.fullmatch(text) or _MONTH_DAY.fullmatch(text)
+    if dated:
+        month, day = _MONTHS[dated["month"]], int(dated["day"])
+        ahead = (month, day) > (now.month, now.day)  # without a year: the last such day
+        year = int(dated["year"]) if dated["year"] else now.year - ahead
+        start = dt.datetime(year, month, day, tzinfo=now.tzinfo)
+        return start, start + dt.timedelta(days=1)
+    return None
+
+
+def _ahead(text: str, now: dt.datetime) -> bool:
+    """A day named by its month without a year that is still to come this year."""
+    dated = _DAY_MONTH.fullmatch(text) or _MONTH_DAY.fullmatch(text)
+    if dated is None or dated["year"]:
+        return False
+    return (_MONTHS[dated["month"]], int(dated["day"])) > (now.month, now.day)
+
+
+def _number(text: str) -> int:
+    """`3`, `three`, `a few` → 3."""
+    words = " ".join(text.lower().split())
+    return int(words) if words.isdigit() else _NUMBERS[words]
 
 
 @dataclass(frozen=True)
@@ -176,16 +252,50 @@ class QuestionTime:
 _FULL_MONTHS = "|".join(name for name in _MONTHS if name not in ("jan", "feb", "mar", "apr",
                         "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"))  # fmt: skip
 _NAMED = rf"(?:this|last)\s+(?:week|month|year)|today|yesterday|last\s+(?:{'|'.join(_WEEKDAYS)})"
-_POINT = (
-    rf"{_NAMED}|(?:{_FULL_MONTHS})(?:\s+[0-9]{{4}})?|[0-9]{{4}}-[0-9]{{2}}(?:-[0-9]{{2}})?"
-    rf"|{'|'.join(_WEEKDAYS)}"
+_TODAY_PARTS = ("this morning", "this afternoon", "this evening", "tonight", "earlier today")
+# A count in words or digits: `3`, `three`, `a few`, `a couple of`.
+_COUNT = r"[0-9]{1,3}|(?:a\s+)?few|several|(?:a\s+)?couple(?:\s+of)?|" + "|".join(
+    sorted((word for word in _NUMBERS if " " not in word), key=len, reverse=True)
 )
+_AGO = re.compile(rf"(?P<n>{_COUNT})\s+(?P<u>day|week|month|year)s?\s+ago")
+_WEEKEND = re.compile(r"(last|this|the)\s+weekend")
+_DAY_NUMBER = r"(?P<day>[0-9]{1,2})(?:st|nd|rd|th)?"
+_ANY_MONTH = rf"(?P<month>{'|'.join(sorted(_MONTHS, key=len, reverse=True))})"
+_DAY_MONTH = re.compile(
+    rf"(?:the\s+)?{_DAY_NUMBER}\s+(?:of\s+)?{_ANY_MONTH}(?:,?\s+(?P<year>[0-9]{{4}}))?"
+)
+_MONTH_DAY = re.compile(rf"{_ANY_MONTH}\.?\s+{_DAY_NUMBER}(?:,?\s+(?P<year>[0-9]{{4}}))?")
+
+
+def _spoken(months: list[str]) -> str:
+    """Forms that name their time alone, so they need no word before them (`notes from 3
+    days ago`, `notes 3 days ago`): a time ago, a weekend, a part of today, a day with its
+    month (of `months`)."""
+    return (
+        rf"(?:{_COUNT})\s+(?:day|week|month|year)s?\s+ago|(?:last|this|the)\s+weekend"
+        rf"|{'|'.join(_TODAY_PARTS)}"
+        rf"|(?:the\s+)?[0-9]{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{'|'.join(months)})"
+        r"(?:,?\s+[0-9]{4})?"
+        rf"|(?:{'|'.join(months)})\.?\s+[0-9]{{1,2}}(?:st|nd|rd|th)?(?:,?\s+[0-9]{{4}})?"
+    )
+
+
+_SPOKEN = _spoken(list(_MONTHS))
+_SPOKEN_ALONE = _spoken([month for month in _MONTHS if month != "may"])  # `which 3 may I`
+_POINT = (
+    rf"{_SPOKEN}|{_NAMED}|(?:{_FULL_MONTHS})(?:\s+[0-9]{{4}})?"
+    rf"|[0-9]{{4}}-[0-9]{{2}}(?:-[0-9]{{2}})?|{'|'.join(_WEEKDAYS)}"
+)
+_UNIT = r"(?:hour|day|week|month|year)"
 _QUESTION_TIME = re.compile(
     rf"\b(?:(?P<rel>since|after|before|until)\s+(?P<point>{_POINT}|(?:19|20)[0-9]{{2}})"
-    rf"|(?:in|during|from)\s+(?P<within>{_POINT})"
+    rf"|(?:in|during|from|over|on)\s+(?P<within>{_SPOKEN})"
+    rf"|(?:in|during|from)\s+(?P<within_named>{_POINT})"
     rf"|on\s+(?P<day>(?:last\s+)?(?:{'|'.join(_WEEKDAYS)})|[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}})"
+    rf"|(?P<spoken>{_SPOKEN_ALONE})"
     rf"|(?P<bare>{_NAMED})"
-    r"|(?:in\s+the\s+)?(?:last|past)\s+(?P<count>[0-9]{1,3})\s+(?P<unit>hour|day|week|month|year)s?)"
+    rf"|(?:(?:in|over|during|within|for|from)\s+)?(?:the\s+|this\s+)?(?:last|past)"
+    rf"\s+(?:(?P<count>{_COUNT})\s+(?P<unit>{_UNIT})s?|(?P<one>{_UNIT})))"
     r"(?:['’]s)?\b",
     re.IGNORECASE,
 )
