@@ -70,6 +70,12 @@ def test_every_time_form_of_the_spec_is_read(text: str, expected: dt.datetime) -
         ("Monday", dt.datetime(2026, 3, 9, tzinfo=dt.UTC)),  # the last Monday
         ("sunday", dt.datetime(2026, 3, 15, tzinfo=dt.UTC)),  # today is one
         ("last Sunday", dt.datetime(2026, 3, 8, tzinfo=dt.UTC)),  # one before today
+        ("3 days ago", dt.datetime(2026, 3, 12, tzinfo=dt.UTC)),
+        ("two weeks ago", dt.datetime(2026, 2, 23, tzinfo=dt.UTC)),  # that week's Monday
+        ("last weekend", dt.datetime(2026, 3, 7, tzinfo=dt.UTC)),
+        ("this morning", dt.datetime(2026, 3, 15, tzinfo=dt.UTC)),
+        ("5 December", dt.datetime(2025, 12, 5, tzinfo=dt.UTC)),  # the last 5 December
+        ("since Mar 3", dt.datetime(2026, 3, 3, tzinfo=dt.UTC)),
     ],
 )
 def test_a_time_in_plain_words_is_the_start_of_the_day_week_month_or_year_it_names(
@@ -79,7 +85,18 @@ def test_a_time_in_plain_words_is_the_start_of_the_day_week_month_or_year_it_nam
 
 
 @pytest.mark.parametrize(
-    "text", ["tomorrow", "2026-02-30", "2026-13", "02.01.2026", "12:00", "in Smarch", "next week"]
+    "text",
+    [
+        "tomorrow",
+        "2026-02-30",
+        "2026-13",
+        "02.01.2026",
+        "12:00",
+        "in Smarch",
+        "next week",
+        "31 February",
+        "in 3 days",
+    ],
 )
 def test_an_unreadable_time_names_the_forms(text: str) -> None:
     with pytest.raises(ArgumentError, match="YYYY-MM-DD"):
