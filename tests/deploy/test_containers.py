@@ -111,7 +111,7 @@ def tails(*services: str) -> str:
     """The last log lines of `services` (no secret is logged: the leak test guards it)."""
     parts = []
     for service in services:
-        logs = podman("logs", "--tail", "25", container(service), check=False)
+        logs = podman("logs", "--tail", "40", container(service), check=False)
         parts.append(f"--- {service}\n{logs.stdout}{logs.stderr}")
     return "\n".join(parts)
 
@@ -730,7 +730,7 @@ async def test_writes_go_on_past_a_lease_while_one_center_is_stopped(
             try:  # a renewal in flight may answer failing_over for a moment, never for good
                 await create_note(session, past, settling=LEASE_TTL)
             except AssertionError as exc:
-                pytest.fail(f"{exc}\n{tails('node-a', 'center-2')}")
+                pytest.fail(f"{exc}\n{tails('node-a', 'center-2', 'center')}")
     finally:
         podman("start", container("center"), timeout=120)
         wait_healthy(container("center"))
