@@ -208,21 +208,22 @@ def _spoken_period(text: str, now: dt.datetime) -> tuple[dt.datetime, dt.datetim
     weekend = _WEEKEND.fullmatch(text)
     if weekend:  # `this`: this week's; `last`: the one before; `the`: the latest begun
         saturday = today + dt.timedelta(days=5 - today.weekday())
-        if weekend[1] == "last" or (weekend[1] == "the" and today.weekday() < 5):
+        which = weekend["which"]
+        if which == "last" or (which == "the" and today.weekday() < 5):
             saturday -= dt.timedelta(days=7)
         return saturday, saturday + dt.timedelta(days=2)
     dated = _DAY_MONTH.fullmatch(text) or _MONTH_DAY.fullmatch(text)
     if dated:
         month, day = _MONTHS[dated["month"]], int(dated["day"])
-        ahead = (month, day) > (now.month, now.day)  # without a year: the last such day
-        year = int(dated["year"]) if dated["year"] else now.year - ahead
+        year = int(dated["year"]) if dated["year"] else now.year - _ahead(text, now)
         start = dt.datetime(year, month, day, tzinfo=now.tzinfo)
         return start, start + dt.timedelta(days=1)
     return None
 
 
 def _ahead(text: str, now: dt.datetime) -> bool:
-    """A day named by its month without a year that is still to come this year."""
+    """A day named by its month without a year that is still to come this year (so the
+    last such day was last year's)."""
     dated = _DAY_MONTH.fullmatch(text) or _MONTH_DAY.fullmatch(text)
     if dated is None or dated["year"]:
         return False
@@ -257,27 +258,29 @@ _TODAY_PARTS = ("this morning", "this afternoon", "this evening", "tonight", "ea
 _COUNT = r"[0-9]{1,3}|(?:a\s+)?few|several|(?:a\s+)?couple(?:\s+of)?|" + "|".join(
     sorted((word for word in _NUMBERS if " " not in word), key=len, reverse=True)
 )
-_AGO = re.compile(rf"(?P<n>{_COUNT})\s+(?P<u>day|week|month|year)s?\s+ago")
-_WEEKEND = re.compile(r"(last|this|the)\s+weekend")
-_DAY_NUMBER = r"(?P<day>[0-9]{1,2})(?:st|nd|rd|th)?"
-_ANY_MONTH = rf"(?P<month>{'|'.join(sorted(_MONTHS, key=len, reverse=True))})"
-_DAY_MONTH = re.compile(
-    rf"(?:the\s+)?{_DAY_NUMBER}\s+(?:of\s+)?{_ANY_MONTH}(?:,?\s+(?P<year>[0-9]{{4}}))?"
-)
-_MONTH_DAY = re.compile(rf"{_ANY_MONTH}\.?\s+{_DAY_NUMBER}(?:,?\s+(?P<year>[0-9]{{4}}))?")
+_AGO_FORM = rf"(?P<n>{_COUNT})\s+(?P<u>day|week|month|year)s?\s+ago"
+_WEEKEND_FORM = r"(?P<which>last|this|the)\s+weekend"
+
+
+def _day_month_forms(months: list[str]) -> tuple[str, str]:
+    """`(the) 5(th) (of) December(, 2025)` and `Dec(.) 5(th)(, 2025)`, months of `months`."""
+    month = rf"(?P<month>{'|'.join(sorted(months, key=len, reverse=True))})"
+    day, year = r"(?P<day>[0-9]{1,2})(?:st|nd|rd|th)?", r"(?:,?\s+(?P<year>[0-9]{4}))?"
+    return rf"(?:the\s+)?{day}\s+(?:of\s+)?{month}{year}", rf"{month}\.?\s+{day}{year}"
+
+
+_AGO = re.compile(_AGO_FORM)
+_WEEKEND = re.compile(_WEEKEND_FORM)
+_DAY_MONTH, _MONTH_DAY = (re.compile(form) for form in _day_month_forms(list(_MONTHS)))
 
 
 def _spoken(months: list[str]) -> str:
     """Forms that name their time alone, so they need no word before them (`notes from 3
     days ago`, `notes 3 days ago`): a time ago, a weekend, a part of today, a day with its
-    month (of `months`)."""
-    return (
-        rf"(?:{_COUNT})\s+(?:day|week|month|year)s?\s+ago|(?:last|this|the)\s+weekend"
-        rf"|{'|'.join(_TODAY_PARTS)}"
-        rf"|(?:the\s+)?[0-9]{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{'|'.join(months)})"
-        r"(?:,?\s+[0-9]{4})?"
-        rf"|(?:{'|'.join(months)})\.?\s+[0-9]{{1,2}}(?:st|nd|rd|th)?(?:,?\s+[0-9]{{4}})?"
-    )
+    month (of `months`); the same forms `_spoken_period` reads, without their group names
+    (a pattern names each group once)."""
+    forms = (_AGO_FORM, _WEEKEND_FORM, "|".join(_TODAY_PARTS), *_day_month_forms(months))
+    return re.sub(r"\?P<\w+>", "?:", "|".join(forms))
 
 
 _SPOKEN = _spoken(list(_MONTHS))
