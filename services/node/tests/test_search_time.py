@@ -52,6 +52,18 @@ async def test_a_time_in_the_question_filters_by_the_notes_dates(
     assert "modified_before" not in recent["time"]
 
 
+async def test_a_time_in_another_language_filters_the_same_way(
+    start_node: NodeFactory,
+) -> None:
+    node = await started(start_node)
+    found = await node.ok("note_search", {"query": "Pricing seit gestern"})
+    assert paths(found) == ["recent.md"]
+    assert (found["time"]["phrase"], found["time"]["applied"]) == ("seit gestern", True)
+    month = await node.ok("note_search", {"query": "最近30天 pricing"})
+    assert paths(month) == ["older.md", "recent.md"]
+    assert month["time"]["phrase"] == "最近30天"
+
+
 async def test_a_question_of_a_time_alone_lists_what_changed_then(
     start_node: NodeFactory,
 ) -> None:

@@ -13,6 +13,7 @@ from typing import Literal
 
 import re2
 
+from vault_node import time_phrases
 from vault_node.errors import ArgumentError
 
 _SPAN = re.compile(r"([0-9]+)\s*([hdwmy])")
@@ -309,8 +310,9 @@ _BEFORE_MARK = re.compile(r"\s+([?.!,;:])")
 
 def question_time(question: str, now: dt.datetime) -> QuestionTime | None:
     """The first time a question names in English plain words — `since last week`, `in
-    March`, `before 2026-02-01`, `yesterday`, `in the last 3 days` — and the question
-    without it; None when it names none. `since` a period counts from its start, `after`
+    March`, `before 2026-02-01`, `yesterday`, `in the last 3 days` — or, when it names
+    none, in another language `time_phrases` reads (`seit gestern`, `3天前`), and the
+    question without it; None when it names none. `since` a period counts from its start, `after`
     from its end, `before` up to its start, `until` up to its end; `in`, `during` or `from`
     a period, `on` a day (`on Monday`, `on 2026-03-05`), and a period alone (`last week's
     notes`) mean within it; a period alone stays in the words searched too, unless it is
@@ -319,8 +321,14 @@ def question_time(question: str, now: dt.datetime) -> QuestionTime | None:
     in 2027` is about 2027, and `notes from 2024` may be too), a weekday only after since,
     from, on or last (`before Friday` is more often the next one)."""
     found = _QUESTION_TIME.search(question)
-    if found is None:
-        return None
+    if found is not None:
+        start, end = found.span()
+    else:  # `seit letzter Woche`, `3天前`: read as the English phrase each means
+        abroad = time_phrases.find(question)
+        found = _QUESTION_TIME.fullmatch(abroad[2]) if abroad else None
+        if abroad is None or found is None:
+            return None
+        start, end = abroad[:2]
     try:
         bounds = _bounds(found, now)
     except (ArgumentError, ValueError, OverflowError):
@@ -328,14 +336,15 @@ def question_time(question: str, now: dt.datetime) -> QuestionTime | None:
     if bounds is None:
         return None
     after, before = bounds
-    rest = " ".join((question[: found.start()] + " " + question[found.end() :]).split())
+    rest = " ".join((question[:start] + " " + question[end:]).split())
     rest = _BEFORE_MARK.sub(r"\1", rest).strip(" ,;:-")
     if not any(char.isalnum() for char in rest):
         rest = ""  # "yesterday?"
     elif found["bare"]:
         rest = question  # "today's daily note": the words may be the subject too
-    made = _MADE.search(question) is not None
-    return QuestionTime(found[0], rest, after, before, "created" if made else "updated")
+    made = _MADE.search(question) or time_phrases.MADE.search(question)
+    return QuestionTime(question[start:end], rest, after, before,
+                        "created" if made else "updated")  # fmt: skip
 
 
 def parse_day(text: str, today: dt.date, name: str) -> dt.date:

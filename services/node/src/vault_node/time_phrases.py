@@ -1,0 +1,429 @@
+"""A time a question names in German, French, Spanish, Italian, Portuguese, Dutch, Chinese or
+Japanese, read as the English phrase it means (`grammar.question_time` reads that one).
+
+`seit letzter Woche` is `since last week`, `il y a 3 jours` `3 days ago`, `en los últimos
+7 días` `in the last 7 days`, `im März` `in March`, `上周` `last week`, `3月5日以降` `since
+March 5`. Only phrases that name a time in their language and nothing else: a month counts
+after a word for `in` or `since` (`mars` is a planet too), French `hier` only after
+`depuis` (in German and Dutch it means `here`), a year or an ISO date only after `since`.
+Accents may be left out (`fevrier`, `ultimos`), umlauts written `ae` (`Maerz`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_UNITS = ("day", "week", "month", "year")
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
+           "september", "october", "november", "december")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Words:
+    """How one language names times: each a regex over lowercase text; `{n}` stands for a
+    count, `{u}` for a unit, `{m}` for a month, `{d}` for a day of the month and `{y}` for
+    a year."""
+
+    today: str
+    yesterday: str
+    this: tuple[str, str, str]
+    """This week, this month, this year."""
+    last: tuple[str, str, str]
+    since: str
+    """Before a time: `seit`, `depuis`."""
+    within: str
+    """Before a month: `im`, `en`."""
+    months: str
+    """January to December, separated by spaces, a name's spellings by `|` (none in
+    Chinese and Japanese, which count months: `3月`)."""
+    units: tuple[str, str, str, str]
+    """Day, week, month, year, in every form a count takes."""
+    numbers: str
+    """One to twelve in words, as `months`."""
+    few: str
+    """`a few`, read as 3."""
+    ago: tuple[str, ...]
+    recent: tuple[str, ...]
+    """The last N units, counted back from now."""
+    day_month: str
+    since_after: str = ""
+    """After a time (`以降`, `から`)."""
+    spaced: bool = True
+    """Words stand between spaces (not in Chinese and Japanese)."""
+
+    def counts(self) -> dict[str, int]:
+        """Each number word and its value."""
+        counts = dict.fromkeys(self.few.split("|"), 3)
+        for value, spellings in enumerate(self.numbers.split(), start=1):
+            counts.update((word, value) for word in spellings.split("|"))
+        return counts
+
+
+_DE_LAST = r"(?:letzt|vergangen|vorig)(?:e|er|en|em|es)?"
+_CJK_NUMBERS = "一 二|两 三 四 五 六 七 八 九 十 十一 十二"
+_CJK = "\u3040-\u30ff\u3400-\u9fff"
+"""Kana and CJK ideographs: where a Chinese or Japanese phrase may begin."""
+_CJK_SINCE = r"以来|以降|起|开始|之后|以后|から"
+"""After a time, in Chinese or Japanese: since then (one list, as `日` ends a day in both)."""
+_CJK_MONTH = (
+    r"(?:(?P<y>[0-9]{4})\s*年\s*)?(?P<m>1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九])\s*月份?"
+)
+
+LANGUAGES: dict[str, Words] = {
+    "de": Words(
+        today=r"heute",
+        yesterday=r"gestern",
+        this=(
+            r"(?:in\s+)?dies(?:e|er|en|em)\s+woche",
+            r"(?:in\s+)?dies(?:en|em)\s+monat",
+            r"(?:in\s+)?dies(?:es|em)\s+jahr",
+        ),
+        last=(
+            rf"(?:in\s+der\s+)?{_DE_LAST}\s+woche",
+            rf"(?:im\s+)?{_DE_LAST}\s+monat",
+            rf"(?:im\s+)?{_DE_LAST}\s+jahr",
+        ),
+        since=r"seit(?:\s+de[mn])?|ab",
+        within=r"im|in",
+        months=(
+            "januar|jänner februar märz april mai juni"
+            " juli august september oktober november dezember"
+        ),
+        units=(r"tag(?:e|en)?", r"woche(?:n)?", r"monat(?:e|en)?", r"jahr(?:e|en)?"),
+        numbers="ein|eine|einer|einem|einen zwei drei vier fünf sechs sieben acht neun zehn elf"
+        " zwölf",
+        few="ein paar|einigen",
+        ago=(r"vor\s+{n}\s+{u}",),
+        recent=(r"(?:in\s+den\s+|während\s+der\s+)?letzten\s+{n}\s+{u}", r"seit\s+{n}\s+{u}"),
+        day_month=r"(?:(?:am|dem|den)\s+)?{d}\.?\s+{m}(?:\s+{y})?",
+    ),
+    "fr": Words(
+        today=r"aujourd['’]hui",
+        yesterday=r"(?<=depuis )hier",
+        this=(r"cette\s+semaine", r"ce\s+mois(?:-ci)?", r"cette\s+année"),
+        last=(
+            r"(?:la\s+)?semaine\s+(?:dernière|passée)",
+            r"(?:le\s+)?mois\s+(?:dernier|passé)",
+            r"(?:l['’]\s*)?(?:année\s+(?:dernière|passée)|an\s+(?:dernier|passé))",
+        ),
+        since=r"depuis(?:\s+le)?|à\s+partir\s+d[eu]",
+        within=r"en|au\s+mois\s+de",
+        months=(
+            "janvier février mars avril mai juin juillet août septembre octobre novembre décembre"
+        ),
+        units=(r"jours?", r"semaines?", r"mois", r"ans|années?"),
+        numbers="un|une deux trois quatre cinq six sept huit neuf dix onze douze",
+        few="quelques",
+        ago=(r"il\s+y\s+a\s+{n}\s+{u}",),
+        recent=(
+            r"(?:(?:dans|pendant|durant|au\s+cours\s+de)\s+)?(?:ces|les)\s+{n}\s+"
+            r"derni(?:ers|ères)\s+{u}",
+            r"depuis\s+{n}\s+{u}",
+        ),
+        day_month=r"(?:le\s+)?{d}(?:er)?\s+{m}(?:\s+{y})?",
+    ),
+    "es": Words(
+        today=r"hoy",
+        yesterday=r"ayer",
+        this=(r"esta\s+semana", r"este\s+mes", r"este\s+año"),
+        last=(r"(?:la\s+)?semana\s+pasada", r"(?:el\s+)?mes\s+pasado", r"(?:el\s+)?año\s+pasado"),
+        since=r"desde(?:\s+el)?",
+        within=r"en",
+        months=(
+            "enero febrero marzo abril mayo junio"
+            " julio agosto septiembre|setiembre octubre noviembre diciembre"
+        ),
+        units=(r"días?", r"semanas?", r"mes(?:es)?", r"años?"),
+        numbers="un|una|uno dos tres cuatro cinco seis siete ocho nueve diez once doce",
+        few="unos|unas|algunos|algunas",
+        ago=(r"hace\s+{n}\s+{u}",),
+        recent=(
+            r"(?:en\s+|durante\s+)?(?:los|las)\s+últim(?:os|as)\s+{n}\s+{u}",
+            r"desde\s+hace\s+{n}\s+{u}",
+        ),
+        day_month=r"(?:el\s+)?{d}\s+de\s+{m}(?:\s+(?:de\s+)?{y})?",
+    ),
+    "it": Words(
+        today=r"oggi",
+        yesterday=r"ieri",
+        this=(r"questa\s+settimana", r"questo\s+mese", r"quest['’]\s*anno|questo\s+anno"),
+        last=(
+            r"(?:la\s+)?settimana\s+(?:scorsa|passata)",
+            r"(?:il\s+)?mese\s+(?:scorso|passato)",
+            r"(?:l['’]\s*)?anno\s+(?:scorso|passato)",
+        ),
+        since=r"da(?:l|lla|ll['’])?",
+        within=r"a|in|nel\s+mese\s+di",
+        months=(
+            "gennaio febbraio marzo aprile maggio giugno"
+            " luglio agosto settembre ottobre novembre dicembre"
+        ),
+        units=(r"giorn[oi]", r"settiman[ae]", r"mes[ei]", r"ann[oi]"),
+        numbers="un|uno|una due tre quattro cinque sei sette otto nove dieci undici dodici",
+        few="alcuni|alcune|qualche",
+        ago=(r"{n}\s+{u}\s+fa",),
+        recent=(
+            r"(?:negli|nei|nelle|durante\s+gli|durante\s+le)\s+ultim[ie]\s+{n}\s+{u}",
+            r"da\s+{n}\s+{u}",
+        ),
+        day_month=r"(?:il\s+|l['’]\s*)?{d}\s+{m}(?:\s+{y})?",
+    ),
+    "pt": Words(
+        today=r"hoje",
+        yesterday=r"ontem",
+        this=(r"(?:n?esta)\s+semana", r"(?:n?este)\s+mês", r"(?:n?este)\s+ano"),
+        last=(
+            r"(?:(?:a|na)\s+)?semana\s+passada",
+            r"(?:(?:o|no)\s+)?mês\s+passado",
+            r"(?:(?:o|no)\s+)?ano\s+passado",
+        ),
+        since=r"desde(?:\s+o)?|a\s+partir\s+d[eo]",
+        within=r"em|no\s+mês\s+de",
+        months=(
+            "janeiro fevereiro março abril maio junho"
+            " julho agosto setembro outubro novembro dezembro"
+        ),
+        units=(r"dias?", r"semanas?", r"mês|meses", r"anos?"),
+        numbers="um|uma dois|duas três quatro cinco seis sete oito nove dez onze doze",
+        few="alguns|algumas",
+        ago=(r"há\s+{n}\s+{u}", r"{n}\s+{u}\s+atrás"),
+        recent=(r"(?:nos|nas|durante\s+os|durante\s+as)\s+últim(?:os|as)\s+{n}\s+{u}",),
+        day_month=r"(?:(?:em|no|o)\s+)?{d}(?:º)?\s+de\s+{m}(?:\s+de\s+{y})?",
+    ),
+    "nl": Words(
+        today=r"vandaag",
+        yesterday=r"gisteren",
+        this=(r"deze\s+week", r"deze\s+maand", r"dit\s+jaar"),
+        last=(
+            r"(?:vorige|afgelopen)\s+week",
+            r"(?:vorige|afgelopen)\s+maand",
+            r"(?:vorig|afgelopen)\s+jaar",
+        ),
+        since=r"sinds|vanaf",
+        within=r"in",
+        months=(
+            "januari februari maart april mei juni"
+            " juli augustus september oktober november december"
+        ),
+        units=(r"dag(?:en)?", r"weken|week", r"maand(?:en)?", r"jaar|jaren"),
+        numbers="een|één twee drie vier vijf zes zeven acht negen tien elf twaalf",
+        few="een paar",
+        ago=(r"{n}\s+{u}\s+geleden",),
+        recent=(r"(?:(?:in|de|in\s+de)\s+)?(?:afgelopen|laatste)\s+{n}\s+{u}",),
+        day_month=r"(?:op\s+)?{d}\s+{m}(?:\s+{y})?",
+    ),
+    "zh": Words(
+        today=r"今天|今日",
+        yesterday=r"昨天",
+        this=(r"本周|这周|这个?星期|本星期", r"本月|这个月", r"今年"),
+        last=(r"上周|上个?星期|上个?礼拜", r"上个?月", r"去年"),
+        since=r"自从|自|从",
+        within="",
+        months="",
+        units=(r"天|日", r"周|个?星期|个?礼拜", r"个月", r"年"),
+        numbers=_CJK_NUMBERS,
+        few=r"几|数",
+        ago=(r"{n}\s*{u}(?:以)?前",),
+        recent=(r"(?:最近|过去|近)的?\s*{n}\s*{u}(?:内|里|中|以来)?",),
+        day_month=_CJK_MONTH + r"\s*(?P<d>[0-9]{1,2})\s*[日号]",
+        since_after=_CJK_SINCE,
+        spaced=False,
+    ),
+    "ja": Words(
+        today=r"今日|本日",
+        yesterday=r"昨日",
+        this=(r"今週", r"今月", r"今年"),
+        last=(r"先週", r"先月", r"去年|昨年"),
+        since="",
+        within="",
+        months="",
+        units=(r"日(?:間)?", r"週(?:間)?", r"[かヶカケヵ箇]月(?:間)?", r"年(?:間)?"),
+        numbers=_CJK_NUMBERS,
+        few=r"几|数",
+        ago=(r"{n}\s*{u}前",),
+        recent=(r"(?:過去|最近|ここ|直近)の?\s*{n}\s*{u}(?:以内)?",),
+        day_month=_CJK_MONTH + r"\s*(?P<d>[0-9]{1,2})\s*日",
+        since_after=_CJK_SINCE,
+        spaced=False,
+    ),
+}
+
+_LOOSE = {"ä": "(?:ä|ae|a)", "ö": "(?:ö|oe|o)", "ü": "(?:ü|ue|u)"}
+_UMLAUTS = (("ä", "a"), ("ö", "o"), ("ü", "u"), ("ae", "a"), ("oe", "o"), ("ue", "u"))
+_ACCENTS = "àáâãçèéêëìíîïñòóôõùúûº"
+_PLAIN = "aaaaceeeeiiiinoooouuuo"
+
+
+def _loose(pattern: str) -> str:
+    """`pattern` with each accented letter also matched without its accent."""
+    out = []
+    for char in pattern:
+        if char in _LOOSE:
+            out.append(_LOOSE[char])
+        elif char in _ACCENTS:
+            out.append(f"[{char}{_PLAIN[_ACCENTS.index(char)]}]")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    english: str
+    """The English phrase, with `{n}`, `{u}`, `{m}`, `{d}` and `{y}` to fill in."""
+    words: Words
+    needs_rel: bool = False
+    """Only after a word for `since` or `in` (a month, a year, a date)."""
+    takes_since: bool = True
+
+
+def _entries(words: Words) -> list[tuple[str, _Entry]]:
+    """Each phrase of `words` as a regex and what it means, the longer forms first."""
+    count = "|".join(sorted(map(re.escape, words.counts()), key=len, reverse=True))
+    n = rf"(?P<n>[0-9]{{1,3}}|{count})"
+    u = "(?P<u>" + "|".join(f"(?P<u{i}>{unit})" for i, unit in enumerate(words.units)) + ")"
+    names = words.months.split()
+    m = "(?P<m>" + "|".join(f"(?P<m{i}>{name})" for i, name in enumerate(names)) + ")"
+    d, y = r"(?P<d>[0-9]{1,2})", r"(?P<y>[0-9]{4})"
+    cjk = not names
+    month = _CJK_MONTH if cjk else rf"(?:(?P<in>{words.within})\s+)?{m}(?:\s+(?:de\s+)?{y})?"
+    fill = {"n": n, "u": u, "m": m, "d": d, "y": y}
+    ones = [(words.today, "today"), (words.yesterday, "yesterday")]
+    ones += [(p, f"this {unit}") for p, unit in zip(words.this, _UNITS[1:], strict=True)]
+    ones += [(p, f"last {unit}") for p, unit in zip(words.last, _UNITS[1:], strict=True)]
+    found: list[tuple[str, _Entry]] = [
+        *((form.format(**fill), _Entry("in the last {n} {u}s", words, takes_since=False))
+          for form in words.recent),
+        *((form.format(**fill), _Entry("{n} {u}s ago", words)) for form in words.ago),
+        (words.day_month if cjk else words.day_month.format(**fill),
+         _Entry("on {d} {m}{y}", words)),
+        (month, _Entry("in {m}{y}", words, needs_rel=not cjk)),
+        (r"[0-9]{4}-[0-9]{2}-[0-9]{2}|(?:19|20)[0-9]{2}", _Entry("{text}", words, needs_rel=True)),
+        *((pattern, _Entry(english, words)) for pattern, english in ones),
+    ]  # fmt: skip
+    return found
+
+
+def _compile() -> tuple[re.Pattern[str], list[tuple[_Entry, int]]]:
+    """One pattern for every language: group `e{k}` is entry k, its inner groups named
+    `e{k}_{name}`; language i's word for `since` before the entry is group `s{i}`, after
+    it `a{i}`."""
+    spaced: list[str] = []
+    unspaced: list[str] = []
+    entries: list[tuple[_Entry, int]] = []
+    for i, words in enumerate(LANGUAGES.values()):
+        inner = []
+        for pattern, entry in _entries(words):
+            k = len(entries)
+            named = re.sub(r"\(\?P<(\w+)>", rf"(?P<e{k}_\1>", _loose(pattern))
+            inner.append(f"(?P<e{k}>{named})")
+            entries.append((entry, i))
+        gap = r"(?:\s+|(?<=['’]))" if words.spaced else r"\s*"
+        since = f"(?:(?P<s{i}>{_loose(words.since)}){gap})?" if words.since else ""
+        after = f"(?P<a{i}>{words.since_after})?" if words.since_after else ""
+        (spaced if words.spaced else unspaced).append(f"{since}(?:{'|'.join(inner)}){after}")
+    # Each position is looked at once for a word's start, once for a CJK character or digit.
+    pattern = rf"(?<!\w)(?=\w)(?:{'|'.join(spaced)})(?!\w)|(?=[0-9{_CJK}])(?:{'|'.join(unspaced)})"
+    return re.compile(pattern, re.IGNORECASE), entries
+
+
+_PATTERN, _ENTRIES = _compile()
+_WINDOW = 500
+"""How much of a question is read for a time: its phrase stands among the first words."""
+_REACH = 40
+"""How far a phrase reaches either side of its cue (`in den letzten zwei Wochen`)."""
+_CUES = re.compile(_loose("|".join(
+    f"(?:{pattern})"
+    for words in LANGUAGES.values()
+    for pattern in (words.today, words.yesterday, *words.units, *words.months.split())
+)) + r"|(?<![0-9])(?:19|20)[0-9]{2}(?![0-9])", re.IGNORECASE)  # fmt: skip
+"""What every phrase holds one of: a day's name, a unit, a month (in Chinese and Japanese
+`月`), or a year."""
+MADE = re.compile(
+    _loose(
+        r"(?<!\w)(?:erstellt|angelegt|hinzugefügt|neue[n]?\s+notiz(?:en)?|créée?s?|ajoutée?s?"
+        r"|nouvelles?\s+notes?|cread[oa]s?|añadid[oa]s?|nuevas?\s+notas?|creat[oaie]|aggiunt[oaie]"
+        r"|nuov[ae]\s+not[ae]|criad[oa]s?|adicionad[oa]s?|novas?\s+notas?|(?:aan)?gemaakt"
+        r"|toegevoegd|nieuwe\s+notities?)(?!\w)|创建|新建|新增|作成|追加"
+    ),
+    re.IGNORECASE,
+)
+"""A question of what was made then (`notes created last week` in these languages)."""
+
+
+def find(question: str) -> tuple[int, int, str] | None:
+    """Where the first time `question` names in one of `LANGUAGES` stands, and the English
+    phrase it means; None when it names none."""
+    window = question[:_WINDOW]
+    for start, end in _near_cues(window):
+        for found in _PATTERN.finditer(window, start, end):
+            named = found.groupdict()
+            k = next(int(name[1:]) for name, value in named.items()
+                     if value is not None and name[0] == "e" and name[1:].isdigit())  # fmt: skip
+            english = _english(named, k)
+            if english is not None:
+                return found.start(), found.end(), english
+    return None
+
+
+def _near_cues(window: str) -> list[tuple[int, int]]:
+    """The stretches of `window` within `_REACH` of a cue, merged: a phrase holds a cue, so
+    only these are read phrase by phrase (a question without one costs one quick look)."""
+    stretches: list[tuple[int, int]] = []
+    for cue in _CUES.finditer(window):
+        start, end = max(0, cue.start() - _REACH), min(len(window), cue.end() + _REACH)
+        if stretches and start <= stretches[-1][1]:
+            stretches[-1] = (stretches[-1][0], end)
+        else:
+            stretches.append((start, end))
+    return stretches
+
+
+def _english(named: dict[str, str | None], k: int) -> str | None:
+    """The English phrase entry `k`'s match (its groups `named`) means; None when it names
+    no time alone."""
+    entry, language = _ENTRIES[k]
+    words = entry.words
+
+    def group(name: str) -> str | None:
+        return named.get(f"e{k}_{name}")
+
+    since = bool(named.get(f"s{language}") or named.get(f"a{language}"))
+    if entry.needs_rel and not (since or group("in")):
+        return None
+    since = since and entry.takes_since
+    filled = {"text": (named[f"e{k}"] or "").lower()}
+    if group("n") is not None:
+        filled["n"] = str(_number(group("n") or "", words))
+    if group("u") is not None:
+        filled["u"] = next(unit for i, unit in enumerate(_UNITS) if group(f"u{i}"))
+    if group("m") is not None:
+        filled["m"] = _month(named, k, words)
+    filled["d"] = group("d") or ""
+    filled["y"] = f" {group('y')}" if group("y") else ""
+    english = entry.english.format(**filled)
+    if since:
+        english = "since " + english.removeprefix("in ").removeprefix("on ")
+    return english
+
+
+def _month(named: dict[str, str | None], k: int, words: Words) -> str:
+    if words.months:
+        return _MONTHS[next(i for i in range(12) if named.get(f"e{k}_m{i}"))]
+    return _MONTHS[_number(named[f"e{k}_m"] or "", words) - 1]
+
+
+def _number(text: str, words: Words) -> int:
+    """`3`, `drei`, `三`, `十二` → the number."""
+    text = " ".join(text.lower().split())
+    if text.isdigit():
+        return int(text)
+    return {_fold(word): value for word, value in words.counts().items()}[_fold(text)]
+
+
+def _fold(text: str) -> str:
+    """`text` without accents, umlauts or their `ae`, `oe`, `ue` spellings."""
+    for char, plain in (*zip(_ACCENTS, _PLAIN, strict=True), *_UMLAUTS):
+        text = text.replace(char, plain)
+    return text

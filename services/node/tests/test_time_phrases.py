@@ -1,0 +1,132 @@
+"""A time a question names in German, French, Spanish, Italian, Portuguese, Dutch, Chinese
+or Japanese is read as the English phrase it means: the same bounds, the question left
+without it; words that only look like a time stay words."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vault_node import grammar, time_phrases
+
+NOW = dt.datetime(2026, 3, 15, 10, 30, tzinfo=dt.UTC)  # a Sunday
+
+
+@pytest.mark.parametrize(
+    ("question", "phrase", "rest", "english"),
+    [
+        ("Was haben wir seit letzter Woche zu Preisen beschlossen?", "seit letzter Woche",
+         "Was haben wir zu Preisen beschlossen?", "since last week"),
+        ("Notizen von gestern", "gestern", "Notizen von gestern", "yesterday"),
+        ("Besprechungen vor 3 Tagen", "vor 3 Tagen", "Besprechungen", "3 days ago"),
+        ("Backups in den letzten zwei Wochen", "in den letzten zwei Wochen", "Backups",
+         "in the last 2 weeks"),
+        ("Pläne im März", "im März", "Pläne", "in March"),
+        ("Pläne im Maerz 2025", "im Maerz 2025", "Pläne", "in March 2025"),
+        ("Notizen seit dem 5. März", "seit dem 5. März", "Notizen", "since 5 March"),
+        ("Notizen seit 2025", "seit 2025", "Notizen", "since 2025"),
+        ("réunions de la semaine dernière", "la semaine dernière",
+         "réunions de la semaine dernière", "last week"),
+        ("ce que j'ai écrit il y a deux semaines", "il y a deux semaines", "ce que j'ai écrit",
+         "two weeks ago"),
+        ("notes depuis hier", "depuis hier", "notes", "since yesterday"),
+        ("réunions en mars 2025", "en mars 2025", "réunions", "in March 2025"),
+        ("notes depuis le 1er mars", "depuis le 1er mars", "notes", "since 1 March"),
+        ("notas de la semana pasada", "la semana pasada", "notas de la semana pasada",
+         "last week"),
+        ("notas en los últimos 7 días", "en los últimos 7 días", "notas", "in the last 7 days"),
+        ("notas en los ultimos 7 dias", "en los ultimos 7 dias", "notas", "in the last 7 days"),
+        ("reunión hace un mes", "hace un mes", "reunión", "a month ago"),
+        ("notas desde enero", "desde enero", "notas", "since January"),
+        ("note della settimana scorsa", "settimana scorsa", "note della settimana scorsa",
+         "last week"),
+        ("riunioni 3 giorni fa", "3 giorni fa", "riunioni", "3 days ago"),
+        ("piani dall'anno scorso", "dall'anno scorso", "piani", "since last year"),
+        ("notas de ontem", "ontem", "notas de ontem", "yesterday"),
+        ("notas há 2 semanas", "há 2 semanas", "notas", "2 weeks ago"),
+        ("notas em fevereiro", "em fevereiro", "notas", "in February"),
+        ("notities van vorige week", "vorige week", "notities van vorige week", "last week"),
+        ("notities 3 dagen geleden", "3 dagen geleden", "notities", "3 days ago"),
+        ("notities sinds gisteren", "sinds gisteren", "notities", "since yesterday"),
+        ("上周关于同步的笔记", "上周", "上周关于同步的笔记", "last week"),
+        ("3天前的笔记", "3天前", "的笔记", "3 days ago"),
+        ("自3月5日以来的笔记", "自3月5日以来", "的笔记", "since 5 March"),
+        ("最近7天的笔记", "最近7天", "的笔记", "in the last 7 days"),
+        ("2025年3月的笔记", "2025年3月", "的笔记", "in March 2025"),
+        ("先週のメモ", "先週", "先週のメモ", "last week"),
+        ("三日前のメモ", "三日前", "のメモ", "3 days ago"),
+        ("3月5日以降のメモ", "3月5日以降", "のメモ", "since 5 March"),
+        ("2か月前の会議", "2か月前", "の会議", "2 months ago"),
+    ],
+)  # fmt: skip
+def test_a_time_in_another_language_reads_as_the_english_one(
+    question: str, phrase: str, rest: str, english: str
+) -> None:
+    found = grammar.question_time(question, NOW)
+    expected = grammar.question_time(english, NOW)
+    assert expected is not None
+    assert found == grammar.QuestionTime(phrase, rest, expected.after, expected.before)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Mars et Vénus",  # a month counts only after a word for `in` or `since`
+        "Was steht hier über Sync",  # `hier` is `here` in German and Dutch
+        "hier soir",  # and in French without `depuis`, too common a false friend to read
+        "Tags in Obsidian hinzufügen",
+        "Planung 2027",  # a year alone is what the note may be about
+        "notas de mayo",
+        "wie erstelle ich eine Tabelle?",
+        "3 semaines",  # no word for ago or since
+        "上海的笔记",
+    ],
+)
+def test_words_that_only_look_like_a_time_stay_words(question: str) -> None:
+    assert grammar.question_time(question, NOW) is None
+
+
+def test_a_question_made_of_what_was_created_goes_by_created_dates() -> None:
+    for question in ("Notizen erstellt letzte Woche", "notes créées depuis hier",
+                     "最近7天创建的笔记", "先週作成したメモ"):  # fmt: skip
+        found = grammar.question_time(question, NOW)
+        assert found is not None, question
+        assert found.dated_by == "created", question
+    found = grammar.question_time("Notizen geändert letzte Woche", NOW)
+    assert found is not None
+    assert found.dated_by == "updated"
+
+
+def test_an_english_time_comes_first() -> None:
+    found = grammar.question_time("seit gestern, or since last week", NOW)
+    assert found is not None
+    assert found.phrase == "since last week"
+
+
+def test_a_time_past_the_first_500_characters_is_not_read() -> None:
+    assert time_phrases.find("x " * 260 + "seit gestern") is None
+    assert time_phrases.find("x " * 200 + "seit gestern") is not None
+
+
+_WORDS = ["seit", "vor", "letzten", "Woche", "Tagen", "März", "im", "depuis", "hier", "il",
+          "y", "a", "jours", "mars", "en", "hace", "días", "desde", "fa", "giorni", "dall'",
+          "há", "geleden", "sinds", "3", "zwei", "quelques", "2025", "1er", "5.", "de",
+          "上周", "3", "天", "前", "月", "日", "以来", "自", "以降", "か月", "十二",
+          "2025年"]  # fmt: skip
+
+
+@given(st.lists(st.sampled_from(_WORDS), max_size=8), st.sampled_from(["", " "]),
+       st.text(max_size=8))  # fmt: skip
+def test_any_mix_of_time_words_is_read_or_left_never_refused(
+    words: list[str], joiner: str, noise: str
+) -> None:
+    question = joiner.join(words) + noise
+    found = grammar.question_time(question, NOW)
+    if found is not None:
+        assert found.phrase in question
+        assert found.after is not None or found.before is not None
+        if found.after is not None and found.before is not None:
+            assert found.after < found.before
