@@ -1,6 +1,6 @@
-"""A time a question names in German, French, Spanish, Italian, Portuguese, Dutch, Chinese
-or Japanese is read as the English phrase it means: the same bounds, the question left
-without it; words that only look like a time stay words."""
+"""A time a question names in German, French, Spanish, Italian, Portuguese, Dutch, Russian,
+Chinese, Japanese or Korean is read as the English phrase it means: the same bounds, the
+question left without it; words that only look like a time stay words."""
 
 from __future__ import annotations
 
@@ -51,7 +51,14 @@ NOW = dt.datetime(2026, 3, 15, 10, 30, tzinfo=dt.UTC)  # a Sunday
         ("notities van vorige week", "vorige week", "notities van vorige week", "last week"),
         ("notities 3 dagen geleden", "3 dagen geleden", "notities", "3 days ago"),
         ("notities sinds gisteren", "sinds gisteren", "notities", "since yesterday"),
+        ("заметки с прошлой недели", "с прошлой недели", "заметки", "since last week"),
+        ("встреча 3 дня назад", "3 дня назад", "встреча", "3 days ago"),
+        ("заметки за последние 7 дней", "за последние 7 дней", "заметки",
+         "in the last 7 days"),
+        ("планы в марте", "в марте", "планы", "in March"),
+        ("Seit Letzter Woche", "Seit Letzter Woche", "", "since last week"),
         ("上周关于同步的笔记", "上周", "上周关于同步的笔记", "last week"),
+        ("上月的笔记", "上月", "上月的笔记", "last month"),
         ("3天前的笔记", "3天前", "的笔记", "3 days ago"),
         ("自3月5日以来的笔记", "自3月5日以来", "的笔记", "since 5 March"),
         ("最近7天的笔记", "最近7天", "的笔记", "in the last 7 days"),
@@ -60,6 +67,10 @@ NOW = dt.datetime(2026, 3, 15, 10, 30, tzinfo=dt.UTC)  # a Sunday
         ("三日前のメモ", "三日前", "のメモ", "3 days ago"),
         ("3月5日以降のメモ", "3月5日以降", "のメモ", "since 5 March"),
         ("2か月前の会議", "2か月前", "の会議", "2 months ago"),
+        ("지난주 회의 노트", "지난주", "지난주 회의 노트", "last week"),
+        ("3일 전 메모", "3일 전", "메모", "3 days ago"),
+        ("2025년 3월 메모", "2025년 3월", "메모", "in March 2025"),
+        ("3월 5일 이후 메모", "3월 5일 이후", "메모", "since 5 March"),
     ],
 )  # fmt: skip
 def test_a_time_in_another_language_reads_as_the_english_one(
@@ -83,6 +94,8 @@ def test_a_time_in_another_language_reads_as_the_english_one(
         "wie erstelle ich eine Tabelle?",
         "3 semaines",  # no word for ago or since
         "上海的笔记",
+        "заметки с кодом",  # `с` is `with` too
+        "월요일 회의",  # Monday, not a month
     ],
 )
 def test_words_that_only_look_like_a_time_stay_words(question: str) -> None:
