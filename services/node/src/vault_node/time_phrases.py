@@ -13,6 +13,7 @@ time in their language and nothing else: a month counts after a word for `in` or
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -424,7 +425,11 @@ def _reader(words: Words) -> _Reader:
     )
 
 
-_READERS = tuple(_reader(words) for words in LANGUAGES.values())
+@functools.cache
+def _readers() -> tuple[_Reader, ...]:
+    """Every language's reader, made at the first question (compiling them takes about
+    0.1 s, which importing the module should not cost)."""
+    return tuple(_reader(words) for words in LANGUAGES.values())
 MADE = re.compile(
     _loose(
         r"(?<!\w)(?:erstellt|angelegt|hinzugefügt|neue[n]?\s+notiz(?:en)?|créée?s?|ajoutée?s?"
@@ -441,7 +446,7 @@ def find(question: str) -> tuple[int, int, str] | None:
     """Where the first time `question` names in one of `LANGUAGES` stands, and the English
     phrase it means; None when it names none."""
     window = _lower(question[:_WINDOW])
-    found = (reader.first(window) for reader in _READERS)
+    found = (reader.first(window) for reader in _readers())
     return min((each for each in found if each is not None), default=None)
 
 
