@@ -192,3 +192,29 @@ def test_a_question_names_its_language_only_when_the_guess_is_clear() -> None:
     assert languages.of_question("canvas file format json", present) is None  # 0.18 English
     assert languages.of_question("canvas file format json", {"en", "de"}) == "en"
     assert languages.of_question("   ", present) is None
+
+
+CHINESE = {
+    "zh-TW/反向連結.md": "---\npermalink: plugins/backlinks\n---\n# 反向連結\n\n"
+    "使用反向連結外掛程式,你可以看到所有連結到目前筆記的筆記。"
+    "從右側邊欄打開反向連結窗格,列出指向你正在閱讀的筆記的所有筆記。\n",
+    "zh/反向链接.md": "---\npermalink: plugins/backlinks\n---\n# 反向链接\n\n"
+    "使用反向链接插件,你可以看到所有链接到当前笔记的笔记。"
+    "从右侧边栏打开反向链接面板,列出指向你正在阅读的笔记的所有笔记。\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("question", "first"),
+    [("哪些笔记链接到当前笔记", "zh/反向链接.md"), ("哪些筆記連結到目前筆記", "zh-TW/反向連結.md")],
+)
+def test_of_two_variants_of_one_language_the_one_the_question_is_written_in_leads(
+    tmp_path: Path, question: str, first: str
+) -> None:
+    """Simplified and Traditional Chinese are one language to the guesser: the variant the
+    question's own words found comes first, the other after it, then the original."""
+    with embedded(tmp_path, {**BACKLINKS, **OTHERS, **CHINESE}) as (index, vectors):
+        ranked = paths(hybrid.find(index, vectors, question))
+    chinese = [path for path in ranked if path in CHINESE]
+    assert chinese[0] == first
+    assert ranked.index(first) < ranked.index("en/Backlinks.md")

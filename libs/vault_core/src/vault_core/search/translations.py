@@ -6,7 +6,10 @@ ranking lists each such group once, where its best member ranked: by the members
 question's language and in the vault's main language (the one most of its notes are in),
 so a German question gets the German page and the original beside it; when the question's
 language is unclear (a few English terms read as any language), by the member that ranked
-best. Every other translation would only push other answers off the page.
+best. Variants the guesser reads as one language (Simplified and Traditional Chinese,
+Portuguese and Brazilian Portuguese) come in the order the search ranked them, so the one
+written as the question is leads. Every other translation would only push other answers
+off the page.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ def collapse(index: Index, ranked: Ranked, question: str) -> Ranked:
         asked = languages.of_question(question, present)
         wanted = () if asked is None else tuple(dict.fromkeys((asked, main)))
         members = _members(conn, set(keys.values()), wanted)
+    position = {path: i for i, (path, _) in enumerate(ranked)}
     found: Ranked = []
     placed: set[str] = set()
     done: set[str] = set()
@@ -51,12 +55,21 @@ def collapse(index: Index, ranked: Ranked, question: str) -> Ranked:
         chosen = [path]
         if key is not None:
             done.add(key)
-            chosen = [one for lang in wanted for one, of in members[key] if of == lang] or chosen
+            chosen = [one for lang in wanted for one in _in(members[key], lang, position)]
+            chosen = chosen or [path]
         for one in chosen:
             if one not in placed:
                 placed.add(one)
                 found.append((one, score))
     return found
+
+
+def _in(members: list[tuple[str, str]], lang: str, position: dict[str, int]) -> list[str]:
+    """The members in `lang`, the ones the search ranked first (then by path): of two
+    variants the guesser reads as one language (Simplified and Traditional Chinese,
+    Portuguese and Brazilian Portuguese), the one the question's own words found leads."""
+    ours = [one for one, of in members if of == lang]
+    return sorted(ours, key=lambda one: position.get(one, len(position)))
 
 
 def _keys(conn: sqlite3.Connection, paths: Sequence[str]) -> dict[str, str]:
