@@ -7,9 +7,9 @@ question's language and in the vault's main language (the one most of its notes 
 so a German question gets the German page and the original beside it; when the question's
 language is unclear (a few English terms read as any language), by the member that ranked
 best. Variants the guesser reads as one language (Simplified and Traditional Chinese,
-Portuguese and Brazilian Portuguese) come in the order the search ranked them, so the one
-written as the question is leads. Every other translation would only push other answers
-off the page.
+Portuguese and Brazilian Portuguese) come in the order the search ranked them: the leading
+one (the one written as the question is) before the original, the others after it. Every
+other translation would only push other answers off the page.
 """
 
 from __future__ import annotations
@@ -55,7 +55,10 @@ def collapse(index: Index, ranked: Ranked, question: str) -> Ranked:
         chosen = [path]
         if key is not None:
             done.add(key)
-            chosen = [one for lang in wanted for one in _in(members[key], lang, position)]
+            each = [_in(members[key], lang, position) for lang in wanted]
+            # The lead of each language first (the question's, then the original), their
+            # other variants after them.
+            chosen = [ours[0] for ours in each if ours] + [one for ours in each for one in ours[1:]]
             chosen = chosen or [path]
         for one in chosen:
             if one not in placed:
