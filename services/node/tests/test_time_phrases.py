@@ -104,7 +104,8 @@ def test_words_that_only_look_like_a_time_stay_words(question: str) -> None:
 
 def test_a_question_made_of_what_was_created_goes_by_created_dates() -> None:
     for question in ("Notizen erstellt letzte Woche", "notes créées depuis hier",
-                     "最近7天创建的笔记", "先週作成したメモ"):  # fmt: skip
+                     "最近7天创建的笔记", "先週作成したメモ", "заметки, созданные вчера",
+                     "지난주에 만든 노트"):  # fmt: skip
         found = grammar.question_time(question, NOW)
         assert found is not None, question
         assert found.dated_by == "created", question

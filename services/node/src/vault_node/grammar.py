@@ -342,7 +342,7 @@ def question_time(question: str, now: dt.datetime) -> QuestionTime | None:
         rest = ""  # "yesterday?"
     elif found["bare"]:
         rest = question  # "today's daily note": the words may be the subject too
-    made = _MADE.search(question) or time_phrases.MADE.search(question)
+    made = _MADE.search(question) is not None or time_phrases.made(question)
     return QuestionTime(question[start:end], rest, after, before,
                         "created" if made else "updated")  # fmt: skip
 

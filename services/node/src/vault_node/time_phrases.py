@@ -430,16 +430,24 @@ def _readers() -> tuple[_Reader, ...]:
     """Every language's reader, made at the first question (compiling them takes about
     0.1 s, which importing the module should not cost)."""
     return tuple(_reader(words) for words in LANGUAGES.values())
-MADE = re.compile(
+
+
+_MADE = re.compile(
     _loose(
         r"(?<!\w)(?:erstellt|angelegt|hinzugefügt|neue[n]?\s+notiz(?:en)?|créée?s?|ajoutée?s?"
         r"|nouvelles?\s+notes?|cread[oa]s?|añadid[oa]s?|nuevas?\s+notas?|creat[oaie]|aggiunt[oaie]"
         r"|nuov[ae]\s+not[ae]|criad[oa]s?|adicionad[oa]s?|novas?\s+notas?|(?:aan)?gemaakt"
-        r"|toegevoegd|nieuwe\s+notities?)(?!\w)|创建|新建|新增|作成|追加"
+        r"|toegevoegd|nieuwe\s+notities?|созда\w*|добавлен\w*|нов\w+\s+заметк\w*)(?!\w)"
+        r"|创建|新建|新增|作成|追加|만든|생성|추가"
     ),
     re.IGNORECASE,
 )
-"""A question of what was made then (`notes created last week` in these languages)."""
+
+
+def made(question: str) -> bool:
+    """Whether the question asks what was made then (`notes created last week` in these
+    languages), read in the same first characters as its time."""
+    return _MADE.search(question[:_WINDOW]) is not None
 
 
 def find(question: str) -> tuple[int, int, str] | None:
