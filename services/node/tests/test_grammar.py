@@ -214,12 +214,22 @@ _TIME_WORDS = ["since", "after", "before", "until", "in", "during", "from", "the
                "December", "0", "3", "999", "days", "0001-01", "9999-12", "9999-12-31",
                "on", "Monday", "friday", "ago", "two", "a", "few", "couple", "of",
                "weekend", "5th", "31", "Dec", "over", "morning",
-               "2026-02-30", "1900", "2099", "'s", "?", "notes"]  # fmt: skip
+               "2026-02-30", "1900", "2099", "'s", "?", "notes",
+               # the other languages' (time_phrases)
+               "seit", "vor", "letzten", "Woche", "Tagen", "März", "im", "depuis", "hier",
+               "il", "y", "jours", "mars", "en", "hace", "días", "desde", "fa", "giorni",
+               "dall'", "há", "geleden", "sinds", "zwei", "quelques", "2025", "1er", "5.",
+               "de", "с", "прошлой", "недели", "дня", "назад", "上周", "天", "前", "月",
+               "日", "以来", "自", "以降", "か月", "十二", "2025年", "지난주", "일", "전",
+               "월", "이후"]  # fmt: skip
 
 
-@given(st.lists(st.sampled_from(_TIME_WORDS), max_size=8), st.text(max_size=12))
-def test_any_question_is_read_or_left_as_it_is_never_refused(words: list[str], noise: str) -> None:
-    question = " ".join(words) + noise
+@given(st.lists(st.sampled_from(_TIME_WORDS), max_size=8), st.sampled_from([" ", ""]),
+       st.text(max_size=12))  # fmt: skip
+def test_any_question_is_read_or_left_as_it_is_never_refused(
+    words: list[str], joiner: str, noise: str
+) -> None:
+    question = joiner.join(words) + noise
     found = grammar.question_time(question, NOW)
     if found is not None:
         assert found.phrase in question
