@@ -55,6 +55,14 @@ NOW = dt.datetime(2026, 3, 15, 10, 30, tzinfo=dt.UTC)  # a Sunday
          "in the last 7 days"),
         ("планы в марте", "в марте", "планы", "in March"),
         ("Seit Letzter Woche", "Seit Letzter Woche", "", "since last week"),
+        ("Notizen seit Montag", "seit Montag", "Notizen", "since Monday"),
+        ("Besprechung am Freitag", "am Freitag", "Besprechung", "on Friday"),
+        ("réunion lundi dernier", "lundi dernier", "réunion lundi dernier", "last Monday"),
+        ("notas desde el lunes", "desde el lunes", "notas", "since Monday"),
+        ("na sexta-feira passada", "na sexta-feira passada", "", "last Friday"),
+        ("notities op woensdag", "op woensdag", "notities", "on Wednesday"),
+        ("заметки в прошлую пятницу", "в прошлую пятницу", "заметки в прошлую пятницу",
+         "last Friday"),
         ("上周关于同步的笔记", "上周", "上周关于同步的笔记", "last week"),
         ("上月的笔记", "上月", "上月的笔记", "last month"),
         ("3天前的笔记", "3天前", "的笔记", "3 days ago"),
@@ -94,6 +102,9 @@ def test_a_time_in_another_language_reads_as_the_english_one(
         "上海的笔记",
         "заметки с кодом",  # `с` is `with` too
         "월요일 회의",  # Monday, not a month
+        "Montag Notizen",  # a weekday alone may be a name, as in English
+        "na segunda vez",  # `segunda` is `second` too: Portuguese weekdays take -feira
+        "в среде разработки",  # `среда` is `environment` too: Wednesday as `в среду`
     ],
 )
 def test_words_that_only_look_like_a_time_stay_words(question: str) -> None:

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 
 _UNITS = ("day", "week", "month", "year")
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
            "september", "october", "november", "december")  # fmt: skip
 
@@ -56,6 +57,12 @@ class Words:
     """A month by its number, its groups `m` and `y` (`2025年3月`)."""
     cues: str = ""
     """What the phrases holding no unit, month or day's name hold instead (`月` of `上月`)."""
+    weekdays: str = ""
+    """Monday to Sunday, as `months`, in the forms they take after `on` and `since`."""
+    on: str = ""
+    """Before a weekday: `am`, `el` (a weekday alone may be a name: `Montagsmeeting`)."""
+    last_weekday: str = ""
+    """The last such weekday, `{w}` the weekday: `letzten {w}`, `{w} dernier`."""
     spaced: bool = True
     """Words stand between spaces (not in Chinese and Japanese)."""
 
@@ -104,6 +111,9 @@ LANGUAGES: dict[str, Words] = {
         few="ein paar|einigen",
         ago=(r"vor\s+{n}\s+{u}",),
         recent=(r"(?:in\s+den\s+|während\s+der\s+)?letzten\s+{n}\s+{u}", r"seit\s+{n}\s+{u}"),
+        weekdays="montag dienstag mittwoch donnerstag freitag samstag|sonnabend sonntag",
+        on=r"am",
+        last_weekday=r"(?:letzten|vergangenen|vorigen)\s+{w}",
         day_month=r"(?:(?:am|dem|den)\s+)?{d}\.?\s+{m}(?:\s+{y})?",
     ),
     "fr": Words(
@@ -129,6 +139,9 @@ LANGUAGES: dict[str, Words] = {
             r"derni(?:ers|ères)\s+{u}",
             r"depuis\s+{n}\s+{u}",
         ),
+        weekdays="lundi mardi mercredi jeudi vendredi samedi dimanche",
+        on=r"le",
+        last_weekday=r"(?:le\s+)?{w}\s+(?:dernier|passé)",
         day_month=r"(?:le\s+)?{d}(?:er)?\s+{m}(?:\s+{y})?",
     ),
     "es": Words(
@@ -150,6 +163,9 @@ LANGUAGES: dict[str, Words] = {
             r"(?:en\s+|durante\s+)?(?:los|las)\s+últim(?:os|as)\s+{n}\s+{u}",
             r"desde\s+hace\s+{n}\s+{u}",
         ),
+        weekdays="lunes martes miércoles jueves viernes sábado domingo",
+        on=r"el",
+        last_weekday=r"(?:el\s+)?{w}\s+pasado",
         day_month=r"(?:el\s+)?{d}\s+de\s+{m}(?:\s+(?:de\s+)?{y})?",
     ),
     "it": Words(
@@ -175,6 +191,9 @@ LANGUAGES: dict[str, Words] = {
             r"(?:negli|nei|nelle|durante\s+gli|durante\s+le)\s+ultim[ie]\s+{n}\s+{u}",
             r"da\s+{n}\s+{u}",
         ),
+        weekdays="lunedì martedì mercoledì giovedì venerdì sabato domenica",
+        on=r"il",
+        last_weekday=r"(?:il\s+|la\s+)?{w}\s+(?:scors[oa]|passat[oa])",
         day_month=r"(?:il\s+|l['’]\s*)?{d}\s+{m}(?:\s+{y})?",
     ),
     "pt": Words(
@@ -197,6 +216,9 @@ LANGUAGES: dict[str, Words] = {
         few="alguns|algumas",
         ago=(r"há\s+{n}\s+{u}", r"{n}\s+{u}\s+atrás"),
         recent=(r"(?:nos|nas|durante\s+os|durante\s+as)\s+últim(?:os|as)\s+{n}\s+{u}",),
+        weekdays=("segunda-feira terça-feira quarta-feira quinta-feira sexta-feira sábado domingo"),
+        on=r"na|no",
+        last_weekday=r"(?:(?:na|no)\s+)?{w}\s+passad[ao]",
         day_month=r"(?:(?:em|no|o)\s+)?{d}(?:º)?\s+de\s+{m}(?:\s+de\s+{y})?",
     ),
     "nl": Words(
@@ -219,6 +241,9 @@ LANGUAGES: dict[str, Words] = {
         few="een paar",
         ago=(r"{n}\s+{u}\s+geleden",),
         recent=(r"(?:(?:in|de|in\s+de)\s+)?(?:afgelopen|laatste)\s+{n}\s+{u}",),
+        weekdays="maandag dinsdag woensdag donderdag vrijdag zaterdag zondag",
+        on=r"op",
+        last_weekday=r"(?:afgelopen|vorige)\s+{w}",
         day_month=r"(?:op\s+)?{d}\s+{m}(?:\s+{y})?",
     ),
     "ru": Words(
@@ -246,6 +271,11 @@ LANGUAGES: dict[str, Words] = {
         few="несколько|пару",
         ago=(r"{n}\s+{u}\s+назад",),
         recent=(r"(?:за\s+)?последни[ей]\s+{n}\s+{u}",),
+        weekdays=(
+            "понедельник[а]? вторник[а]? сред[уы] четверг[а]? пятниц[уы] суббот[уы] воскресень[ея]"
+        ),
+        on=r"в|во",
+        last_weekday=r"(?:в\s+|во\s+)?прошл(?:ый|ую|ое)\s+{w}",
         day_month=r"{d}\s+{m}(?:\s+{y})?",
     ),
     "zh": Words(
@@ -346,7 +376,9 @@ def _entries(words: Words) -> list[tuple[str, _Entry]]:
     d, y = r"(?P<d>[0-9]{1,2})", r"(?P<y>[0-9]{4})"
     counted = not names
     month = words.counted_month or rf"(?:(?P<in>{words.within})\s+)?{m}(?:\s+(?:de\s+)?{y})?"
-    fill = {"n": n, "u": u, "m": m, "d": d, "y": y}
+    days = words.weekdays.split()
+    w = "(?P<w>" + "|".join(f"(?P<w{i}>{name})" for i, name in enumerate(days)) + ")"
+    fill = {"n": n, "u": u, "m": m, "d": d, "y": y, "w": w}
     ones = [(words.today, "today"), (words.yesterday, "yesterday")]
     ones += [(p, f"this {unit}") for p, unit in zip(words.this, _UNITS[1:], strict=True)]
     ones += [(p, f"last {unit}") for p, unit in zip(words.last, _UNITS[1:], strict=True)]
@@ -361,6 +393,10 @@ def _entries(words: Words) -> list[tuple[str, _Entry]]:
          _Entry("{text}", words, needs_rel=True)),
         *((pattern, _Entry(english, words)) for pattern, english in ones),
     ]  # fmt: skip
+    if days:  # the last such day; on it; since it (alone it may be a name)
+        found += [(words.last_weekday.format(w=w), _Entry("last {w}", words)),
+                  (rf"(?:{words.on})\s+{w}", _Entry("on {w}", words)),
+                  (w, _Entry("{w}", words, needs_rel=True))]  # fmt: skip
     return found
 
 
@@ -416,7 +452,8 @@ def _reader(words: Words) -> _Reader:
     after = f"(?P<a>{words.since_after})?" if words.since_after else ""
     body = f"{since}(?:{'|'.join(inner)}){after}"
     pattern = rf"(?<!\w)(?=\w){body}(?!\w)" if words.spaced else rf"(?=[0-9{_CJK}]){body}"
-    cues = (words.today, words.yesterday, *words.units, *words.months.split(), words.cues)
+    cues = (words.today, words.yesterday, *words.units, *words.months.split(),
+            *words.weekdays.split(), words.cues)  # fmt: skip
     year = r"(?<![0-9])(?:19|20)[0-9]{2}(?![0-9])"
     return _Reader(
         re.compile(pattern),
@@ -486,6 +523,8 @@ def _english(entry: _Entry, named: dict[str, str | None], k: int) -> str | None:
         filled["u"] = next(unit for i, unit in enumerate(_UNITS) if group(f"u{i}"))
     if group("m") is not None:
         filled["m"] = _month(named, k, words)
+    if group("w") is not None:
+        filled["w"] = _WEEKDAYS[next(i for i in range(7) if named.get(f"e{k}_w{i}"))]
     filled["d"] = group("d") or ""
     filled["y"] = f" {group('y')}" if group("y") else ""
     english = entry.english.format(**filled)
