@@ -26,8 +26,8 @@ _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "augu
 @dataclass(frozen=True)
 class Words:
     """How one language names times: each a regex over lowercase text; `{n}` stands for a
-    count, `{u}` for a unit, `{m}` for a month, `{d}` for a day of the month and `{y}` for
-    a year."""
+    count, `{u}` for a unit, `{m}` for a month, `{d}` for a day of the month, `{y}` for a
+    year and `{w}` for a weekday."""
 
     today: str
     yesterday: str
@@ -64,7 +64,8 @@ class Words:
     last_weekday: str = ""
     """The last such weekday, `{w}` the weekday: `letzten {w}`, `{w} dernier`."""
     spaced: bool = True
-    """Words stand between spaces (not in Chinese and Japanese)."""
+    """Words stand between spaces, so a phrase starts and ends at a word's edge (not in
+    Chinese and Japanese, nor in Korean, which joins particles to its words: `지난주에`)."""
 
     def counts(self) -> dict[str, int]:
         """Each number word and its value."""
