@@ -359,16 +359,22 @@ def _loose(pattern: str) -> str:
 
 @dataclass(frozen=True)
 class _Entry:
+    """One phrase of a language and the English it means."""
+
     english: str
-    """The English phrase, with `{n}`, `{u}`, `{m}`, `{d}` and `{y}` to fill in."""
+    """The English phrase, with `{n}`, `{u}`, `{m}`, `{d}`, `{y}`, `{w}` to fill in, or
+    `{text}`: the phrase as written (a year, an ISO date)."""
     words: Words
     needs_rel: bool = False
-    """Only after a word for `since` or `in` (a month, a year, a date)."""
+    """Read only after a word for `since` or `in` (a month, a weekday, a year, a date)."""
     takes_since: bool = True
+    """A word for `since` before it means since (`seit 3 Tagen` is `in the last 3 days`
+    whether or not `seit` is read as since: the phrase says it already)."""
 
 
 def _entries(words: Words) -> list[tuple[str, _Entry]]:
-    """Each phrase of `words` as a regex and what it means, the longer forms first."""
+    """Each phrase of `words` as a regex and what it means; of two that start at one place
+    the first listed is read, so the longer forms come first."""
     count = "|".join(sorted(map(re.escape, words.counts()), key=len, reverse=True))
     n = rf"(?P<n>[0-9]{{1,3}}|{count})"
     u = "(?P<u>" + "|".join(f"(?P<u{i}>{unit})" for i, unit in enumerate(words.units)) + ")"
@@ -443,6 +449,7 @@ class _Reader:
 
 
 def _reader(words: Words) -> _Reader:
+    """`words`' phrases as one pattern (accents optional) and its cues as another."""
     inner, entries = [], []
     for k, (pattern, entry) in enumerate(_entries(words)):
         named = re.sub(r"\(\?P<(\w+)>", rf"(?P<e{k}_\1>", _loose(pattern))
