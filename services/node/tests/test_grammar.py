@@ -221,7 +221,8 @@ _TIME_WORDS = ["since", "after", "before", "until", "in", "during", "from", "the
                "dall'", "há", "geleden", "sinds", "zwei", "quelques", "2025", "1er", "5.",
                "de", "с", "прошлой", "недели", "дня", "назад", "上周", "天", "前", "月",
                "日", "以来", "自", "以降", "か月", "十二", "2025年", "지난주", "일", "전",
-               "월", "이후"]  # fmt: skip
+               "월", "이후", "bis", "nach", "dem", "avant", "jusqu'à", "antes", "hasta",
+               "prima", "até", "tot", "до", "после", "之前", "以前", "まで", "까지"]  # fmt: skip
 
 
 @given(st.lists(st.sampled_from(_TIME_WORDS), max_size=8), st.sampled_from([" ", ""]),

@@ -63,6 +63,18 @@ NOW = dt.datetime(2026, 3, 15, 10, 30, tzinfo=dt.UTC)  # a Sunday
         ("notities op woensdag", "op woensdag", "notities", "on Wednesday"),
         ("заметки в прошлую пятницу", "в прошлую пятницу", "заметки в прошлую пятницу",
          "last Friday"),
+        ("Notizen vor dem 5. März", "vor dem 5. März", "Notizen", "before 5 March"),
+        ("Pläne nach dem 1. März", "nach dem 1. März", "Pläne", "after 1 March"),
+        ("Notizen bis gestern", "bis gestern", "Notizen", "until yesterday"),
+        ("notes jusqu'à hier", "jusqu'à hier", "notes", "until yesterday"),
+        ("notas antes del 5 de marzo", "antes del 5 de marzo", "notas", "before 5 March"),
+        ("note fino a ieri", "fino a ieri", "note", "until yesterday"),
+        ("notas depois de março", "depois de março", "notas", "after March"),
+        ("notities tot gisteren", "tot gisteren", "notities", "until yesterday"),
+        ("заметки до 5 марта", "до 5 марта", "заметки", "before 5 March"),
+        ("3月5日之前的笔记", "3月5日之前", "的笔记", "before 5 March"),
+        ("昨日までのメモ", "昨日まで", "のメモ", "until yesterday"),
+        ("3월 5일 전 메모", "3월 5일 전", "메모", "before 5 March"),
         ("上周关于同步的笔记", "上周", "上周关于同步的笔记", "last week"),
         ("上月的笔记", "上月", "上月的笔记", "last month"),
         ("3天前的笔记", "3天前", "的笔记", "3 days ago"),
@@ -104,6 +116,8 @@ def test_a_time_in_another_language_reads_as_the_english_one(
         "월요일 회의",  # Monday, not a month
         "Montag Notizen",  # a weekday alone may be a name, as in English
         "na segunda vez",  # `segunda` is `second` too: Portuguese weekdays take -feira
+        "Notizen vor Montag",  # before a weekday: more often the next one, as in English
+        "na de vergadering",  # Dutch `na` (after) before no time
         "в среде разработки",  # `среда` is `environment` too: Wednesday as `в среду`
     ],
 )

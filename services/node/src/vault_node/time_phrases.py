@@ -3,12 +3,13 @@ Chinese, Japanese or Korean, read as the English phrase it means (`grammar.quest
 reads that one).
 
 `seit letzter Woche` is `since last week`, `il y a 3 jours` `3 days ago`, `en los últimos
-7 días` `in the last 7 days`, `im März` `in March`, `на прошлой неделе` `last week`, `上周`
-`last week`, `3月5日以降` `since March 5`, `3일 전` `3 days ago`. Only phrases that name a
-time in their language and nothing else: a month counts after a word for `in` or `since`
-(`mars` is a planet too), French `hier` only after `depuis` (in German and Dutch it means
-`here`), a year or an ISO date only after `since`. Accents may be left out (`fevrier`,
-`ultimos`), umlauts written `ae` (`Maerz`).
+7 días` `in the last 7 days`, `im März` `in March`, `vor dem 5. März` `before 5 March`,
+`на прошлой неделе` `last week`, `上周` `last week`, `3月5日以降` `since March 5`, `3일 전`
+`3 days ago`. Only phrases that name a time in their language and nothing else: a month or
+a weekday counts after a word for `in`, `on`, `since`, `before`, `after` or `until`
+(`mars` is a planet too), French `hier` only after `depuis` or `jusqu'à` (in German and
+Dutch it means `here`), a year or an ISO date only after such a word. Accents may be left
+out (`fevrier`, `ultimos`), umlauts written `ae` (`Maerz`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import re
 from dataclasses import dataclass
 
 _UNITS = ("day", "week", "month", "year")
+_RELATIONS = ("since", "before", "after", "until")
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
            "september", "october", "november", "december")  # fmt: skip
@@ -53,6 +55,14 @@ class Words:
     day_month: str
     since_after: str = ""
     """After a time (`以降`, `から`)."""
+    before: str = ""
+    """Before a time: `vor dem`, `avant le` (`before_after` after it: `之前`)."""
+    after: str = ""
+    """Before a time: `nach dem`, `après le` (a day's end: `after March 5` is from March 6)."""
+    until: str = ""
+    """Before a time: `bis zum`, `jusqu'au` (`until_after` after it: `まで`)."""
+    before_after: str = ""
+    until_after: str = ""
     counted_month: str = ""
     """A month by its number, its groups `m` and `y` (`2025年3月`)."""
     cues: str = ""
@@ -101,6 +111,9 @@ LANGUAGES: dict[str, Words] = {
             rf"(?:im\s+)?{_DE_LAST}\s+jahr",
         ),
         since=r"seit(?:\s+de[mn])?|ab",
+        before=r"vor\s+de[mn]",  # `vor` alone: `ago`, and Romanian `will` (`se vor mai`)
+        after=r"nach(?:\s+de[mn])?",
+        until=r"bis(?:\s+(?:zum|zur))?",
         within=r"im|in",
         months=(
             "januar|jänner februar märz april mai juni"
@@ -119,7 +132,7 @@ LANGUAGES: dict[str, Words] = {
     ),
     "fr": Words(
         today=r"aujourd['’]hui",
-        yesterday=r"(?<=depuis )hier",
+        yesterday=r"(?:(?<=depuis )|(?<=jusqu'à )|(?<=jusqu’à ))hier",
         this=(r"cette\s+semaine", r"ce\s+mois(?:-ci)?", r"cette\s+année"),
         last=(
             r"(?:la\s+)?semaine\s+(?:dernière|passée)",
@@ -127,6 +140,9 @@ LANGUAGES: dict[str, Words] = {
             r"(?:l['’]\s*)?(?:année\s+(?:dernière|passée)|an\s+(?:dernier|passé))",
         ),
         since=r"depuis(?:\s+le)?|à\s+partir\s+d[eu]",
+        before=r"avant(?:\s+le)?",
+        after=r"après(?:\s+le)?",
+        until=r"jusqu['’]\s*(?:à|au)(?:\s+le)?",
         within=r"en|au\s+mois\s+de",
         months=(
             "janvier février mars avril mai juin juillet août septembre octobre novembre décembre"
@@ -151,6 +167,9 @@ LANGUAGES: dict[str, Words] = {
         this=(r"esta\s+semana", r"este\s+mes", r"este\s+año"),
         last=(r"(?:la\s+)?semana\s+pasada", r"(?:el\s+)?mes\s+pasado", r"(?:el\s+)?año\s+pasado"),
         since=r"desde(?:\s+el)?",
+        before=r"antes\s+d(?:e|el)(?:\s+el)?",
+        after=r"después\s+d(?:e|el)(?:\s+el)?",
+        until=r"hasta(?:\s+el)?",
         within=r"en",
         months=(
             "enero febrero marzo abril mayo junio"
@@ -179,6 +198,9 @@ LANGUAGES: dict[str, Words] = {
             r"(?:l['’]\s*)?anno\s+(?:scorso|passato)",
         ),
         since=r"da(?:l|lla|ll['’])?",
+        before=r"prima\s+d(?:i|el|ella|ell['’])",
+        after=r"dopo(?:\s+il|\s+l['’])?",
+        until=r"fino\s+a(?:l|lla)?",
         within=r"a|in|nel\s+mese\s+di",
         months=(
             "gennaio febbraio marzo aprile maggio giugno"
@@ -207,6 +229,9 @@ LANGUAGES: dict[str, Words] = {
             r"(?:(?:o|no)\s+)?ano\s+passado",
         ),
         since=r"desde(?:\s+o)?|a\s+partir\s+d[eo]",
+        before=r"antes\s+d[eoa]",
+        after=r"depois\s+d[eoa]",
+        until=r"até(?:\s+[oa])?",
         within=r"em|no\s+mês\s+de",
         months=(
             "janeiro fevereiro março abril maio junho"
@@ -232,6 +257,9 @@ LANGUAGES: dict[str, Words] = {
             r"(?:vorig|afgelopen)\s+jaar",
         ),
         since=r"sinds|vanaf",
+        before=r"voor",
+        after=r"na",
+        until=r"tot(?:\s+en\s+met)?",
         within=r"in",
         months=(
             "januari februari maart april mei juni"
@@ -261,6 +289,8 @@ LANGUAGES: dict[str, Words] = {
             r"(?:в\s+)?прошл(?:ом|ый|ого)\s+год[уа]?",
         ),
         since=r"с(?:о)?|начиная\s+с",
+        before=r"до",
+        after=r"после",
         within=r"в",
         months=(
             "январ[ьяе] феврал[ьяе] март[ае]? апрел[ьяе] ма[йяе] июн[ьяе]"
@@ -294,6 +324,7 @@ LANGUAGES: dict[str, Words] = {
         recent=(r"(?:最近|过去|近)的?\s*{n}\s*{u}(?:内|里|中|以来)?",),
         day_month=_CJK_MONTH + r"\s*(?P<d>[0-9]{1,2})\s*[日号]",
         since_after=_CJK_SINCE,
+        before_after=r"之前|以前",
         counted_month=_CJK_MONTH,
         cues="月",
         spaced=False,
@@ -313,6 +344,8 @@ LANGUAGES: dict[str, Words] = {
         recent=(r"(?:過去|最近|ここ|直近)の?\s*{n}\s*{u}(?:以内)?",),
         day_month=_CJK_MONTH + r"\s*(?P<d>[0-9]{1,2})\s*日",
         since_after=_CJK_SINCE,
+        before_after=r"より前|以前",
+        until_after=r"まで",
         counted_month=_CJK_MONTH,
         cues="月",
         spaced=False,
@@ -332,6 +365,8 @@ LANGUAGES: dict[str, Words] = {
         recent=(r"(?:최근|지난)\s*{n}\s*{u}(?:\s*동안|간)?",),
         day_month=_KO_MONTH + r"\s*(?P<d>[0-9]{1,2})\s*일",
         since_after=r"\s*(?:부터|이후)",
+        before_after=r"\s*(?:이전|전)",
+        until_after=r"\s*까지",
         spaced=False,
         counted_month=_KO_MONTH,
         cues="월",
@@ -366,10 +401,11 @@ class _Entry:
     `{text}`: the phrase as written (a year, an ISO date)."""
     words: Words
     needs_rel: bool = False
-    """Read only after a word for `since` or `in` (a month, a weekday, a year, a date)."""
-    takes_since: bool = True
-    """A word for `since` before it means since (`seit 3 Tagen` is `in the last 3 days`
-    whether or not `seit` is read as since: the phrase says it already)."""
+    """Read only after a word for `since`, `before`, `after`, `until` or `in` (a month, a
+    weekday, a year, a date)."""
+    takes_rel: bool = True
+    """A word for `since` and the like before it counts (not for the last N days: `seit 3
+    Tagen` is `in the last 3 days` whether or not `seit` is read as since)."""
 
 
 def _entries(words: Words) -> list[tuple[str, _Entry]]:
@@ -390,7 +426,7 @@ def _entries(words: Words) -> list[tuple[str, _Entry]]:
     ones += [(p, f"this {unit}") for p, unit in zip(words.this, _UNITS[1:], strict=True)]
     ones += [(p, f"last {unit}") for p, unit in zip(words.last, _UNITS[1:], strict=True)]
     found: list[tuple[str, _Entry]] = [
-        *((form.format(**fill), _Entry("in the last {n} {u}s", words, takes_since=False))
+        *((form.format(**fill), _Entry("in the last {n} {u}s", words, takes_rel=False))
           for form in words.recent),
         *((form.format(**fill), _Entry("{n} {u}s ago", words)) for form in words.ago),
         (words.day_month if counted else words.day_month.format(**fill),
@@ -456,9 +492,16 @@ def _reader(words: Words) -> _Reader:
         inner.append(f"(?P<e{k}>{named})")
         entries.append(entry)
     gap = r"(?:\s+|(?<=['’]))" if words.spaced else r"\s*"
-    since = f"(?:(?P<s>{_loose(words.since)}){gap})?" if words.since else ""
-    after = f"(?P<a>{words.since_after})?" if words.since_after else ""
-    body = f"{since}(?:{'|'.join(inner)}){after}"
+    before = [(rel, _loose(word)) for rel, word in
+              (("since", words.since), ("before", words.before), ("after", words.after),
+               ("until", words.until)) if word]  # fmt: skip
+    behind = [(rel, word) for rel, word in
+              (("since", words.since_after), ("before", words.before_after),
+               ("until", words.until_after)) if word]  # fmt: skip
+    ahead = "|".join(f"(?P<r_{rel}>{word})" for rel, word in before)
+    tail = "|".join(f"(?P<x_{rel}>{word})" for rel, word in behind)
+    body = (f"(?:(?:{ahead}){gap})?" if ahead else "") + f"(?:{'|'.join(inner)})"
+    body += f"(?:{tail})?" if tail else ""
     pattern = rf"(?<!\w)(?=\w){body}(?!\w)" if words.spaced else rf"(?=[0-9{_CJK}]){body}"
     cues = (words.today, words.yesterday, *words.units, *words.months.split(),
             *words.weekdays.split(), words.cues)  # fmt: skip
@@ -499,8 +542,9 @@ def find(question: str) -> tuple[int, int, str] | None:
     """Where the first time `question` names in one of `LANGUAGES` stands, and the English
     phrase it means; None when it names none."""
     window = _lower(question[:_WINDOW])
-    found = (reader.first(window) for reader in _readers())
-    return min((each for each in found if each is not None), default=None)
+    found = [each for each in (reader.first(window) for reader in _readers()) if each]
+    # The earliest, and of two at one place the longer: `3月5日之前` holds Japanese `3月5日`.
+    return min(found, key=lambda each: (each[0], -each[1]), default=None)
 
 
 def _lower(text: str) -> str:
@@ -520,10 +564,11 @@ def _english(entry: _Entry, named: dict[str, str | None], k: int) -> str | None:
     def group(name: str) -> str | None:
         return named.get(f"e{k}_{name}")
 
-    since = bool(named.get("s") or named.get("a"))
-    if entry.needs_rel and not (since or group("in")):
+    rel = next((rel for rel in _RELATIONS if named.get(f"r_{rel}") or named.get(f"x_{rel}")),
+               "")  # fmt: skip
+    if entry.needs_rel and not (rel or group("in")):
         return None
-    since = since and entry.takes_since
+    rel = rel if entry.takes_rel else ""
     filled = {"text": named[f"e{k}"] or ""}
     if group("n") is not None:
         filled["n"] = str(_number(group("n") or "", words))
@@ -536,8 +581,8 @@ def _english(entry: _Entry, named: dict[str, str | None], k: int) -> str | None:
     filled["d"] = group("d") or ""
     filled["y"] = f" {group('y')}" if group("y") else ""
     english = entry.english.format(**filled)
-    if since:
-        english = "since " + english.removeprefix("in ").removeprefix("on ")
+    if rel:
+        english = f"{rel} " + english.removeprefix("in ").removeprefix("on ")
     return english
 
 
