@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from dataclasses import dataclass
+
+from vault_core.words.snippet import fold
 
 _UNITS = ("day", "week", "month", "year")
 _RELATIONS = ("since", "before", "after", "until")
@@ -373,20 +376,20 @@ LANGUAGES: dict[str, Words] = {
     ),
 }
 
-_LOOSE = {"ä": "(?:ä|ae|a)", "ö": "(?:ö|oe|o)", "ü": "(?:ü|ue|u)"}
-_UMLAUTS = (("ä", "a"), ("ö", "o"), ("ü", "u"), ("ae", "a"), ("oe", "o"), ("ue", "u"))
-_ACCENTS = "àáâãçèéêëìíîïñòóôõùúûº"
-_PLAIN = "aaaaceeeeiiiinoooouuuo"
+_UMLAUTS = {"ä": "ae", "ö": "oe", "ü": "ue"}
+"""German letters also spelled out (`Maerz`) or left plain (`Marz`)."""
 
 
 def _loose(pattern: str) -> str:
-    """`pattern` with each accented letter also matched without its accent."""
+    """`pattern` with each accented Latin letter also matched without its accent (`días`,
+    `dias`) and each umlaut also spelled out."""
     out = []
     for char in pattern:
-        if char in _LOOSE:
-            out.append(_LOOSE[char])
-        elif char in _ACCENTS:
-            out.append(f"[{char}{_PLAIN[_ACCENTS.index(char)]}]")
+        plain = unicodedata.normalize("NFD", char)[0]
+        if char in _UMLAUTS:
+            out.append(f"(?:{char}|{_UMLAUTS[char]}|{plain})")
+        elif plain != char and plain.isascii() and plain.isalpha():
+            out.append(f"[{char}{plain}]")
         else:
             out.append(char)
     return "".join(out)
@@ -595,13 +598,15 @@ def _month(named: dict[str, str | None], k: int, words: Words) -> str:
 def _number(text: str, words: Words) -> int:
     """`3`, `drei`, `三`, `十二` → the number."""
     text = " ".join(text.split())
-    if text.isdigit():
-        return int(text)
-    return {_fold(word): value for word, value in words.counts().items()}[_fold(text)]
+    return int(text) if text.isdigit() else _counts(words)[_fold(text)]
+
+
+@functools.cache
+def _counts(words: Words) -> dict[str, int]:
+    """`words`' number words, folded, and their values."""
+    return {_fold(word): value for word, value in words.counts().items()}
 
 
 def _fold(text: str) -> str:
-    """`text` without accents, umlauts or their `ae`, `oe`, `ue` spellings."""
-    for char, plain in (*zip(_ACCENTS, _PLAIN, strict=True), *_UMLAUTS):
-        text = text.replace(char, plain)
-    return text
+    """`text` as `_loose` matches it: without accents, umlauts spelled out folded too."""
+    return re.sub(r"([aou])e", r"\1", fold(text))
