@@ -19,8 +19,6 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from vault_core.words.snippet import fold
-
 _UNITS = ("day", "week", "month", "year")
 _RELATIONS = ("since", "before", "after", "until")
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -608,5 +606,8 @@ def _counts(words: Words) -> dict[str, int]:
 
 
 def _fold(text: str) -> str:
-    """`text` as `_loose` matches it: without accents, umlauts spelled out folded too."""
-    return re.sub(r"([aou])e", r"\1", fold(text))
+    """`text` as `_loose` matches it: without accents (a number word's own decomposition:
+    vault_core's `words` group is no face a service imports), umlauts spelled out folded
+    too."""
+    plain = "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c))
+    return re.sub(r"([aou])e", r"\1", plain)
