@@ -236,3 +236,21 @@ def test_a_models_own_sentence_vector_is_used_and_an_unnamed_width_measured(
     (vector,) = loaded.embed(["cat cat car"])
     expected = np.array([1, 0.1, 1, 0.1], dtype=np.float32)  # the mean leans to "cat" 2:1
     assert np.allclose(vector, expected / np.linalg.norm(expected), atol=1e-6)
+
+
+def test_texts_of_every_length_get_the_vector_each_gets_alone_in_their_own_order(
+    tmp_path: Path,
+) -> None:
+    """Both embedders run a long list shortest first (each batch padded to its own longest
+    text) and hand the vectors back in the order the texts came."""
+    words = ["cat", "kitten", "car", "truck"]
+    texts = [" ".join(words[(i + k) % 4] for k in range(1 + (i * 7) % 23)) for i in range(30)]
+    texts[5] = "日本語のテキスト " * 40  # a long CJK text among short Latin ones
+    bundled = embedding.shared(embedding.BUNDLED)
+    tiny = embedding.load(f"onnx:{tiny_onnx_model(tmp_path / 'tiny')}")
+    for model in (bundled, tiny):
+        assert model is not None
+        together = model.embed(texts)
+        alone = np.concatenate([model.embed([text]) for text in texts])
+        assert np.allclose(together, alone, atol=1e-5), model.name
+        assert np.allclose(model.embed(texts[::-1]), together[::-1], atol=1e-5), model.name

@@ -72,6 +72,23 @@ vault (bench/eval's), one process at a time on the shared machine: 64 a batch 26
 and 20 MB, 1 11.1 s and 2 MB."""
 
 
+def shortest_first(texts: Sequence[str]) -> npt.NDArray[np.intp]:
+    """The order that embeds `texts` shortest first, by UTF-8 bytes (a CJK character is a
+    token or more, a Latin letter a quarter of one): each batch is then padded to little
+    more than its own texts' length. Over a round of the multilingual Help vault's sections
+    WordLlama embedded 1.3–1.4× as many a second (by characters 1.05×); an ONNX transformer
+    ordered by its own token counts, 1.8× (`onnx_embedder`). The vectors are the same:
+    padding is masked."""
+    return np.argsort([len(text.encode()) for text in texts], kind="stable")
+
+
+def in_order(vectors: Vectors, order: npt.NDArray[np.intp]) -> Vectors:
+    """Vectors made in `order`, put back in the order of the texts they were made from."""
+    result = np.empty_like(vectors)
+    result[order] = vectors
+    return result
+
+
 @dataclass
 class WordLlamaEmbedder:
     """WordLlama's static model from its own wheel: average-pooled token vectors."""
@@ -92,8 +109,10 @@ class WordLlamaEmbedder:
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
+        order = shortest_first(texts)
         with self._lock:
-            return normalised(self._model.embed(list(texts), batch_size=BATCH))
+            vectors = self._model.embed([texts[i] for i in order], batch_size=BATCH)
+        return in_order(normalised(vectors), order)
 
     def embed_questions(self, texts: Sequence[str]) -> Vectors:
         return self.embed(texts)  # a static model reads a question as any text

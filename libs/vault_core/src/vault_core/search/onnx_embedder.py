@@ -29,12 +29,15 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from vault_core.errors import InvalidArgumentError
-from vault_core.search.embedding import BATCH, Vectors, normalised
+from vault_core.search.embedding import BATCH, Vectors, in_order, normalised
+
+if TYPE_CHECKING:
+    from tokenizers import Encoding
 
 MAX_TOKENS = 256
 """Tokens of a text the model reads at most: sections are cut to about 300 tokens already
@@ -158,7 +161,7 @@ class OnnxEmbedder:
         self.settings = settings(found.home)
         self._tokenizer = Tokenizer.from_file(str(found.tokenizer))
         self._tokenizer.enable_truncation(self.settings.max_tokens)
-        self._tokenizer.enable_padding()
+        self._tokenizer.no_padding()  # each batch is padded to its own longest (`_run`)
         self._session = onnxruntime.InferenceSession(
             str(found.model), providers=["CPUExecutionProvider"]
         )
@@ -172,7 +175,7 @@ class OnnxEmbedder:
         mark = self.settings.digest()
         self.name = f"onnx-{named}" + (f"-{mark}" if mark else "")
         width = self._session.get_outputs()[outputs.index(self._output)].shape[-1]
-        self.dimensions = width if isinstance(width, int) else int(self._run(["x"]).shape[-1])
+        self.dimensions = width if isinstance(width, int) else int(self._embedded(["x"]).shape[-1])
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Sections' (passages') vectors."""
@@ -183,19 +186,26 @@ class OnnxEmbedder:
         return self._embedded([self.settings.query_prefix + text for text in texts])
 
     def _embedded(self, texts: list[str]) -> Vectors:
+        """The texts tokenized at once, then run BATCH at a time shortest first, so a batch
+        is padded to little more than its own texts (a round of the English Help vault's
+        sections: 47 a second against 25 in the order they came, all-MiniLM-L6-v2 int8)."""
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
-        if len(texts) > BATCH:  # a round's thousands of sections at once: gigabytes
-            return np.concatenate(
-                [self._embedded(texts[at : at + BATCH]) for at in range(0, len(texts), BATCH)]
-            )
-        return normalised(self._run(texts))
-
-    def _run(self, texts: list[str]) -> Vectors:
         with self._lock:
             encoded = self._tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encoded], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        order = np.argsort([len(e.ids) for e in encoded], kind="stable")
+        batches = [order[at : at + BATCH] for at in range(0, len(order), BATCH)]
+        made = [self._run([encoded[i] for i in batch]) for batch in batches]
+        return in_order(normalised(np.concatenate(made)), order)
+
+    def _run(self, encoded: Sequence[Encoding]) -> Vectors:
+        """One batch's vectors, its texts padded to the longest of them (pad id 0, masked)."""
+        width = max(len(e.ids) for e in encoded)
+        ids = np.zeros((len(encoded), width), dtype=np.int64)
+        mask = np.zeros((len(encoded), width), dtype=np.int64)
+        for row, e in enumerate(encoded):
+            ids[row, : len(e.ids)] = e.ids
+            mask[row, : len(e.ids)] = e.attention_mask
         feed = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = np.zeros_like(ids)
