@@ -13,7 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 from vault_core.errors import InvalidArgumentError
-from vault_core.search import embedding
+from vault_core.search import embedding, onnx_embedder
 
 OFFLINE = """
 import socket
@@ -22,7 +22,7 @@ def refuse(*args, **kwargs):
 socket.socket.connect = refuse
 socket.create_connection = refuse
 socket.getaddrinfo = refuse
-from vault_core.search import embedding
+from vault_core.search import embedding, onnx_embedder
 model = embedding.load("bundled")
 vectors = model.embed(["backlinks show which notes link here", "Rückverweise"])
 print(model.name, vectors.shape[1], round(float((vectors ** 2).sum(axis=1)[0]), 3))
@@ -254,3 +254,15 @@ def test_texts_of_every_length_get_the_vector_each_gets_alone_in_their_own_order
         alone = np.concatenate([model.embed([text]) for text in texts])
         assert np.allclose(together, alone, atol=1e-5), model.name
         assert np.allclose(model.embed(texts[::-1]), together[::-1], atol=1e-5), model.name
+
+
+def test_an_onnx_batch_holds_at_most_its_budget_of_padded_tokens() -> None:
+    lengths = [3, 300, 20, 20, 100, 0, 129, 20]
+    order = np.argsort(lengths, kind="stable")
+    batches = onnx_embedder._batches(order, lengths)
+    assert [i for batch in batches for i in batch] == list(order)  # every text, in order
+    for batch in batches:
+        widest = max(lengths[i] for i in batch)
+        assert len(batch) == 1 or len(batch) * widest <= onnx_embedder.TOKENS
+        assert len(batch) <= onnx_embedder.MAX_BATCH
+    assert [len(b) for b in onnx_embedder._batches(np.arange(200), [1] * 200)] == [64, 64, 64, 8]
