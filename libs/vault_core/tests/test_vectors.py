@@ -13,9 +13,11 @@ import numpy.typing as npt
 import pytest
 
 from tickets import Reach
+from vault_core import library as library_module
 from vault_core import scope
 from vault_core.index.store import Index
-from vault_core.search import embedding
+from vault_core.library import OpenVault, Settings
+from vault_core.search import embedding, hybrid
 from vault_core.search.embedding import Embedder, Vectors
 from vault_core.search.vectors import ROOM, STRIDE, VectorStore, _best, _dot, _Table
 from vault_core.testing import make_vault
@@ -427,3 +429,145 @@ def test_a_fresh_vault_gets_room_for_its_sections_at_once_and_none_of_it_is_touc
     finally:
         vectors.stop()
         index.close()
+
+
+# While a model other than the bundled one embeds a vault, the bundled model stands in:
+# searches rank by meaning with it, and its vectors go once the configured model has every note.
+
+STRONGER = "onnx-stronger"
+
+
+@dataclass
+class Gated(Counting):
+    """A slower model: it embeds only once `gate` is open."""
+
+    name: str = STRONGER
+    gate: threading.Event = field(default_factory=threading.Event)
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if not self.gate.wait(60):
+            raise TimeoutError("the test never opened the gate")
+        return super().embed(texts)
+
+
+@dataclass
+class Bundled(Counting):
+    """The bundled model, counting what it embeds, as the library loads it in these tests."""
+
+    model: Embedder | None = None
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.texts += texts
+        assert self.model is not None
+        return self.model.embed(texts)
+
+
+@pytest.fixture
+def bundled(monkeypatch: pytest.MonkeyPatch) -> Bundled:
+    model = Bundled(model=embedding.shared(embedding.BUNDLED))
+    monkeypatch.setattr(library_module.embedding, "shared", lambda spec: model)
+    return model
+
+
+def stored(opened: OpenVault, model: str) -> int:
+    with opened.index.reading() as conn:
+        (count,) = conn.execute(
+            "SELECT count(*) FROM embeddings WHERE model = ?", [model]
+        ).fetchone()
+    return int(count)
+
+
+def opened_vault(root: Path, model: Gated) -> OpenVault:
+    for rel, text in NOTES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(str(text))
+    return OpenVault.open(root, "v", Settings(git=False, watch=False, embedder=model))
+
+
+def test_the_bundled_model_stands_in_until_the_configured_one_has_every_note(
+    tmp_path: Path, bundled: Bundled
+) -> None:
+    stronger = Gated()
+    opened = opened_vault(tmp_path / "v", stronger)
+    try:
+        assert opened.stand_in is not None
+        assert opened.embedding is not None
+        wait(lambda: opened.vectors is opened.stand_in)
+        found = hybrid.find(opened.index, opened.vectors, "which notes link to this one")
+        assert found.mode == "hybrid"  # by meaning already, not by words alone
+        assert found.results.hits[0].path == "links/backlinks.md"
+        assert stored(opened, embedding.BUNDLED_MODEL) > 0
+        assert not opened.embedding.ready()
+
+        stronger.gate.set()
+        wait(lambda: stored(opened, embedding.BUNDLED_MODEL) == 0)  # the stand-in's end
+        assert opened.vectors is opened.embedding
+        assert opened.embedding.ready()
+        assert stored(opened, STRONGER) > 0
+        assert not opened.stand_in.ready()
+        found = hybrid.find(opened.index, opened.vectors, "which notes link to this one")
+        assert found.mode == "hybrid"
+    finally:
+        stronger.gate.set()
+        opened.close()
+
+
+def test_a_vault_the_configured_model_has_whole_opens_without_a_stand_in(
+    tmp_path: Path, bundled: Bundled
+) -> None:
+    stronger = Gated()
+    stronger.gate.set()
+    opened = opened_vault(tmp_path / "v", stronger)
+    wait(lambda: opened.embedding is not None and opened.embedding.ready())
+    opened.close()
+    embedded = len(bundled.texts)
+
+    again = OpenVault.open(tmp_path / "v", "v", Settings(git=False, watch=False, embedder=stronger))
+    try:
+        assert again.stand_in is None
+        wait(lambda: again.vectors is not None and again.vectors.ready())
+        assert len(bundled.texts) == embedded  # the bundled model was not asked again
+    finally:
+        again.close()
+
+
+def test_a_stand_ins_vectors_outlast_a_restart_while_the_configured_model_is_still_at_work(
+    tmp_path: Path, bundled: Bundled
+) -> None:
+    stronger = Gated()
+    opened = opened_vault(tmp_path / "v", stronger)
+    wait(lambda: opened.vectors is opened.stand_in)
+    rows = stored(opened, embedding.BUNDLED_MODEL)
+    opened.close()
+    asked = len(bundled.texts)
+
+    later = Gated()  # the same model, still slow, after a restart
+    again = OpenVault.open(tmp_path / "v", "v", Settings(git=False, watch=False, embedder=later))
+    try:
+        wait(lambda: again.vectors is again.stand_in)
+        assert stored(again, embedding.BUNDLED_MODEL) == rows
+        assert len(bundled.texts) == asked  # loaded from the index, not embedded again
+    finally:
+        later.gate.set()
+        again.close()
+
+
+def test_the_bundled_model_configured_has_no_stand_in_and_drops_another_models_vectors(
+    tmp_path: Path, bundled: Bundled
+) -> None:
+    stronger = Gated()
+    stronger.gate.set()
+    opened = opened_vault(tmp_path / "v", stronger)
+    wait(lambda: opened.embedding is not None and opened.embedding.ready())
+    opened.close()
+
+    back = OpenVault.open(
+        tmp_path / "v", "v", Settings(git=False, watch=False, embedder=Counting())
+    )
+    try:
+        assert back.stand_in is None
+        wait(lambda: back.vectors is not None and back.vectors.ready())
+        assert stored(back, STRONGER) == 0
+        assert stored(back, embedding.BUNDLED_MODEL) > 0
+    finally:
+        back.close()

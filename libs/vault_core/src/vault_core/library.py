@@ -20,6 +20,7 @@ from vault_core.errors import NotFoundError, VaultError, VersioningOffError
 from vault_core.git.store import GitStore, Identity
 from vault_core.index.store import Index
 from vault_core.index.watch import Watcher
+from vault_core.search import embedding
 from vault_core.search.embedding import Embedder
 from vault_core.search.vectors import VectorStore
 from vault_core.text import decode
@@ -64,7 +65,8 @@ class OpenVault:
         vault.index, vault.git = index, git  # what `edit` updates after each write
         self.git_error = git_error
         self.watcher: Watcher | None = None
-        self.vectors: VectorStore | None = None
+        self.embedding: VectorStore | None = None  # the configured model's vectors
+        self.stand_in: VectorStore | None = None  # the bundled model's, until those are made
         self._reconciled = time.monotonic()
 
     @classmethod
@@ -91,8 +93,8 @@ class OpenVault:
                 _recover(vault, git)
         index.reconcile()
         if settings.embedder is not None:
-            opened.vectors = VectorStore(index, settings.embedder).start()
-            index.on_change = opened.vectors.poke
+            opened.embedding, opened.stand_in = _stores(index, settings.embedder)
+            index.on_change = opened.poke_vectors
         if settings.watch:
             opened.watcher = Watcher(
                 root, name, index.update_paths, index.reconcile, index.current
@@ -102,6 +104,23 @@ class OpenVault:
     @property
     def name(self) -> str:
         return self.vault.name
+
+    @property
+    def vectors(self) -> VectorStore | None:
+        """The vectors searches rank by meaning with: the configured model's once every
+        note has them; while they are being made, the bundled model's stand-in once that
+        one is ready; else the configured model's (a search then ranks by words and says
+        how far the embedding has come)."""
+        main, stand_in = self.embedding, self.stand_in
+        if main is None or stand_in is None or main.ready() or not stand_in.ready():
+            return main
+        return stand_in
+
+    def poke_vectors(self) -> None:
+        """After a write: each model's worker embeds what changed."""
+        for store in (self.embedding, self.stand_in):
+            if store is not None:
+                store.poke()
 
     def history(self) -> GitStore:
         """The git store, or the `versioning is off` error the history tools report."""
@@ -148,11 +167,30 @@ class OpenVault:
     def close(self) -> None:
         if self.watcher is not None:
             self.watcher.stop()
-        if self.vectors is not None:
-            self.vectors.stop()
+        for store in (self.embedding, self.stand_in):
+            if store is not None:
+                store.stop()
         if self.git is not None:
             self.git.close()
         self.index.close()
+
+
+def _stores(index: Index, embedder: Embedder) -> tuple[VectorStore, VectorStore | None]:
+    """The configured model's vectors and, when that is not the bundled model and has notes
+    left to embed, the bundled model's beside them: a transformer takes minutes to hours
+    over a vault the bundled model embeds in under a minute, and searches meanwhile rank by
+    meaning with the bundled one rather than by words alone. The stand-in's vectors go once
+    the configured model has every note (docs/vault-core.md, "An operator's own model")."""
+    if embedder.name == embedding.BUNDLED_MODEL:
+        return VectorStore(index, embedder).start(), None
+    probe = VectorStore(index, embedder).progress()
+    if probe.embedded >= probe.total:
+        return VectorStore(index, embedder).start(), None
+    bundled = embedding.shared(embedding.BUNDLED)
+    assert bundled is not None
+    main = VectorStore(index, embedder, keep=[bundled.name])
+    stand_in = VectorStore(index, bundled, keep=[embedder.name], until=main.ready)
+    return main.start(), stand_in.start()
 
 
 def _import(vault: Vault, message: str | None, actor: Actor | None) -> None:

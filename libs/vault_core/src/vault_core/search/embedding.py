@@ -25,6 +25,8 @@ Vectors = npt.NDArray[np.float32]
 
 BUNDLED = "bundled"
 OFF = "off"
+BUNDLED_MODEL = "wordllama-l2_supercat-256"
+"""The name the bundled model's vectors are stored under."""
 
 
 class Embedder(Protocol):
@@ -42,7 +44,7 @@ class Embedder(Protocol):
         ...
 
 
-HEADS = {"wordllama-l2_supercat-256": 128}
+HEADS = {BUNDLED_MODEL: 128}
 """Models whose leading dimensions are an embedding of their own (WordLlama is trained
 Matryoshka-style: its 128-dimension model is the first 128 of these 256), so a search may
 rank by them first (`vectors`). Held-out nDCG@10 of bench/eval with the 128 alone: 0.08
@@ -93,7 +95,7 @@ def in_order(vectors: Vectors, order: npt.NDArray[np.intp]) -> Vectors:
 class WordLlamaEmbedder:
     """WordLlama's static model from its own wheel: average-pooled token vectors."""
 
-    name: str = "wordllama-l2_supercat-256"
+    name: str = BUNDLED_MODEL
     dimensions: int = 256
 
     def __post_init__(self) -> None:

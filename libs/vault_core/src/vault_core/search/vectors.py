@@ -14,7 +14,7 @@ float16 dot products).
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -294,9 +294,22 @@ STRIDE = 16
 class VectorStore:
     """Vectors of one vault for one embedder; `start` the worker, `poke` it after changes."""
 
-    def __init__(self, index: Index, embedder: Embedder) -> None:
+    def __init__(
+        self,
+        index: Index,
+        embedder: Embedder,
+        *,
+        keep: Collection[str] = (),
+        until: Callable[[], bool] | None = None,
+    ) -> None:
+        """`keep`: other models whose stored vectors stay (every other model's go when the
+        store loads); `until`: a stand-in's end — once it returns True, the worker drops
+        this model's vectors and stops."""
         self.index = index
         self.embedder = embedder
+        self._keep = tuple(keep)
+        self._until = until
+        self._retired = False
         self._table = _Table(embedder.dimensions, head(embedder))
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -322,7 +335,7 @@ class VectorStore:
 
     def ready(self) -> bool:
         """Every note embedded with this model: search may rank by meaning."""
-        return self._loaded.is_set() and self._pending == 0
+        return self._loaded.is_set() and self._pending == 0 and not self._retired
 
     def progress(self) -> Progress:
         with self.index.reading() as conn:
@@ -417,6 +430,9 @@ class VectorStore:
         try:
             self._load()
             while not self._stop.is_set():
+                if self._until is not None and self._until():
+                    self._retire()
+                    return
                 if not self._round():
                     self._wake.wait(IDLE)
                     self._wake.clear()
@@ -440,10 +456,25 @@ class VectorStore:
             for path, (headings, blobs) in grouped.items():
                 vectors = np.frombuffer(b"".join(blobs), dtype=np.float16)
                 self._table.put(path, headings, vectors.reshape(len(headings), -1))
+        kept = [self.embedder.name, *self._keep]
+        others = f"model NOT IN ({', '.join('?' * len(kept))})"
         with self.index.writing() as conn:  # another model's vectors are of no use any more
-            conn.execute("DELETE FROM embeddings WHERE model != ?", [self.embedder.name])
-            conn.execute("DELETE FROM embedded WHERE model != ?", [self.embedder.name])
+            conn.execute(f"DELETE FROM embeddings WHERE {others}", kept)
+            conn.execute(f"DELETE FROM embedded WHERE {others}", kept)
         self._loaded.set()
+
+    def _retire(self) -> None:
+        """A stand-in's end: the model it stood in for has every note, so this one's
+        vectors go from the index and from memory."""
+        self._retired = True
+        model = self.embedder.name
+        with self.index.writing() as conn:
+            conn.execute("DELETE FROM embeddings WHERE model = ?", [model])
+            conn.execute("DELETE FROM embedded WHERE model = ?", [model])
+        with self._lock:
+            self._table = _Table(self.embedder.dimensions, head(self.embedder))
+            self._masks.clear()
+        log.info("stand_in_retired", vault=self.index.vault, model=model)
 
     def _round(self) -> bool:
         """Embed one batch of what changed and drop what is gone; False when nothing was."""

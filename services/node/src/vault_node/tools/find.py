@@ -167,9 +167,9 @@ def vault_stats(call: Call) -> dict[str, Any]:
     index = call.opened.index
     skipped = answers.skipped(index, SKIPPED_SHOWN)
     found = {"vault": call.vault.name, "stats": answers.stats(index), "skipped": skipped}
-    if call.opened.vectors is not None and scope.current() is None:
+    if call.opened.embedding is not None and scope.current() is None:
         # Progress counts every note of the vault: not shown to a caller with path rules.
-        found["embedding"] = call.opened.vectors.progress().as_dict()
+        found["embedding"] = call.opened.embedding.progress().as_dict()
     return found
 
 
@@ -316,6 +316,9 @@ def note_search(call: Call) -> dict[str, Any]:
     }
     if answer.embedding is not None:
         result["embedding"] = answer.embedding
+    elif call.opened.vectors is not call.opened.embedding and call.opened.embedding is not None:
+        # Ranked with the bundled model while the configured one is being made: how far.
+        result["embedding"] = call.opened.embedding.progress().as_dict()
     if asked is not None:
         result["time"] = _time(asked, applied=applied)
     if args["max_tokens"] and query:
