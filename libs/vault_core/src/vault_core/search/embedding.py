@@ -79,7 +79,7 @@ def shortest_first(texts: Sequence[str]) -> npt.NDArray[np.intp]:
     token or more, a Latin letter a quarter of one): each batch is then padded to little
     more than its own texts' length. Over a round of the multilingual Help vault's sections
     WordLlama embedded 1.3–1.4× as many a second (by characters 1.05×); an ONNX transformer
-    ordered by its own token counts, 1.8× (`onnx_embedder`). The vectors are the same:
+    orders its texts by their own token counts (`onnx_embedder`). The vectors are the same:
     padding is masked."""
     return np.argsort([len(text.encode()) for text in texts], kind="stable")
 
