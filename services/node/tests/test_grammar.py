@@ -141,6 +141,16 @@ def test_a_question_of_what_was_made_goes_by_created_dates() -> None:
         ("what changed since Monday?", "since Monday", "what changed?", at(2026, 3, 9), None),
         ("notes from last Friday", "from last Friday", "notes", at(2026, 3, 13), at(2026, 3, 14)),
         ("standup on Sunday", "on Sunday", "standup", at(2026, 3, 15), at(2026, 3, 16)),
+        # A day of a calendar week: last week is 2 to 8 March.
+        ("notes from Friday last week", "from Friday last week", "notes", at(2026, 3, 6),
+         at(2026, 3, 7)),
+        ("standup on Monday of last week", "on Monday of last week", "standup", at(2026, 3, 2),
+         at(2026, 3, 3)),
+        ("last week's Tuesday notes", "last week's Tuesday", "last week's Tuesday notes",
+         at(2026, 3, 3), at(2026, 3, 4)),
+        ("pricing since Wednesday this week", "since Wednesday this week", "pricing",
+         at(2026, 3, 11), None),
+        ("before Thursday last week", "before Thursday last week", "", None, at(2026, 3, 5)),
         ("meeting on 2026-03-05", "on 2026-03-05", "meeting", at(2026, 3, 5), at(2026, 3, 6)),
         # A rolling span: `the last week` counts back from now, `last week` is a calendar one.
         ("what changed in the past week", "in the past week", "what changed",

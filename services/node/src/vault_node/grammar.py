@@ -56,6 +56,13 @@ _NAMED_MONTH = re.compile(r"(?:in\s+)?([a-z]+)(?:\s+([0-9]{4}))?")
 _PERIOD = re.compile(r"(this|last)\s+(week|month|year)")
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _WEEKDAY = re.compile(rf"(last\s+)?({'|'.join(_WEEKDAYS)})")
+_WEEK_DAY_FORM = (
+    rf"(?P<day>{'|'.join(_WEEKDAYS)})\s+(?:of\s+)?(?P<week>this|last)\s+week"
+    rf"|(?P<week2>this|last)\s+week['’]?s\s+(?P<day2>{'|'.join(_WEEKDAYS)})"
+)
+_WEEK_DAY = re.compile(_WEEK_DAY_FORM)
+"""A day of a calendar week: `Friday last week`, `last week's Friday`, `Monday of this week`."""
+_WEEK_DAY_UNNAMED = re.sub(r"\?P<\w+>", "?:", _WEEK_DAY_FORM)  # for patterns holding it
 
 
 def parse_span(text: str) -> dt.timedelta:
@@ -117,6 +124,11 @@ def _in_words(text: str, now: dt.datetime) -> dt.datetime | None:
             first = today.replace(day=1)
             return (first - dt.timedelta(days=1)).replace(day=1) if back else first
         return today.replace(month=1, day=1, year=today.year - back)
+    week_day = _WEEK_DAY.fullmatch(text)
+    if week_day:  # that day of the week named, Monday its first
+        which = week_day["week"] or week_day["week2"]
+        monday = today - dt.timedelta(days=today.weekday() + 7 * (which == "last"))
+        return monday + dt.timedelta(days=_WEEKDAYS.index(week_day["day"] or week_day["day2"]))
     weekday = _WEEKDAY.fullmatch(text)
     if weekday:  # the last such day, today included; `last Monday` a Monday before today
         back = (today.weekday() - _WEEKDAYS.index(weekday.group(2))) % 7
@@ -173,7 +185,12 @@ def _period(text: str, now: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
     if spoken is not None:
         return spoken
     start = parse_time(text, now)
-    if text in ("today", "yesterday") or _DAY.fullmatch(text) or _WEEKDAY.fullmatch(text):
+    if (
+        text in ("today", "yesterday")
+        or _DAY.fullmatch(text)
+        or _WEEKDAY.fullmatch(text)
+        or _WEEK_DAY.fullmatch(text)
+    ):
         return start, start + dt.timedelta(days=1)
     if text.endswith("week"):
         return start, start + dt.timedelta(days=7)
@@ -253,7 +270,10 @@ class QuestionTime:
 # In a question, months by their full names: `mar` or `jan` may well be words of their own.
 _FULL_MONTHS = "|".join(name for name in _MONTHS if name not in ("jan", "feb", "mar", "apr",
                         "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"))  # fmt: skip
-_NAMED = rf"(?:this|last)\s+(?:week|month|year)|today|yesterday|last\s+(?:{'|'.join(_WEEKDAYS)})"
+_NAMED = (
+    _WEEK_DAY_UNNAMED  # before `last week`, which it may hold
+    + rf"|(?:this|last)\s+(?:week|month|year)|today|yesterday|last\s+(?:{'|'.join(_WEEKDAYS)})"
+)
 _TODAY_PARTS = ("this morning", "this afternoon", "this evening", "tonight", "earlier today")
 # A count in words or digits: `3`, `three`, `a few`, `a couple of`.
 _COUNT = r"[0-9]{1,3}|(?:a\s+)?few|several|(?:a\s+)?couple(?:\s+of)?|" + "|".join(
@@ -295,7 +315,8 @@ _QUESTION_TIME = re.compile(
     rf"\b(?:(?P<rel>since|after|before|until)\s+(?P<point>{_POINT}|(?:19|20)[0-9]{{2}})"
     rf"|(?:in|during|from|over|on)\s+(?P<within>{_SPOKEN})"
     rf"|(?:in|during|from)\s+(?P<within_named>{_POINT})"
-    rf"|on\s+(?P<day>(?:last\s+)?(?:{'|'.join(_WEEKDAYS)})|[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}})"
+    rf"|on\s+(?P<day>{_WEEK_DAY_UNNAMED}"
+    rf"|(?:last\s+)?(?:{'|'.join(_WEEKDAYS)})|[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}})"
     rf"|(?P<spoken>{_SPOKEN_ALONE})"
     rf"|(?P<bare>{_NAMED})"
     rf"|(?:(?:in|over|during|within|for|from)\s+)?(?:the\s+|this\s+)?(?:last|past)"

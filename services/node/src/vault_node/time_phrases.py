@@ -74,6 +74,13 @@ class Words:
     """Before a weekday: `am`, `el` (a weekday alone may be a name: `Montagsmeeting`)."""
     last_weekday: str = ""
     """The last such weekday, `{w}` the weekday: `letzten {w}`, `{w} dernier`."""
+    week_days: str = ""
+    """Monday to Sunday as they follow the name of a week (`上周五`, `先週の金曜日`, `지난주
+    금요일`), as `months`: read only in `last_week_day` and `this_week_day`, where they
+    cannot be a name or a count."""
+    last_week_day: str = ""
+    """A day of last week, `{w}` its weekday of `week_days`."""
+    this_week_day: str = ""
     spaced: bool = True
     """Words stand between spaces, so a phrase starts and ends at a word's edge (not in
     Chinese and Japanese, nor in Korean, which joins particles to its words: `지난주에`)."""
@@ -93,6 +100,9 @@ _CJK = "\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af"
 _KO_MONTH = r"(?:(?P<y>[0-9]{4})\s*년\s*)?(?P<m>1[0-2]|0?[1-9])\s*월"
 _CJK_SINCE = r"以来|以降|起|开始|之后|以后|から"
 """After a time, in Chinese or Japanese: since then (one list, as `日` ends a day in both)."""
+_ZH_WEEK_DAY = r"(?:周|週|星期|礼拜|禮拜){w}(?![个個次篇天本份条條位项項件周週月年场場节節共起直些切般样樣点點下记記报報志程常期子])"
+"""A weekday after Chinese `上` or `本` (the week): `上周五`, `本星期一`; not `上周一共` (in
+all), `上周五个` (five), `上周日记` (the diary)."""
 _CJK_MONTH = (
     r"(?:(?P<y>[0-9]{4})\s*年\s*)?(?P<m>1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九])\s*月份?"
 )
@@ -313,12 +323,12 @@ LANGUAGES: dict[str, Words] = {
     "zh": Words(
         today=r"今天|今日",
         yesterday=r"昨天",
-        this=(r"本周|这周|这个?星期|本星期", r"本月|这个月", r"今年"),
-        last=(r"上周|上个?星期|上个?礼拜", r"上个?月", r"去年"),
+        this=(r"本[周週]|[这這][周週]|[这這][个個]?星期|本星期", r"本月|[这這][个個]月", r"今年"),
+        last=(r"上[周週]|上[个個]?星期|上[个個]?(?:礼拜|禮拜)", r"上[个個]?月", r"去年"),
         since=r"自从|自|从",
         within="",
         months="",
-        units=(r"天|日", r"周|个?星期|个?礼拜", r"个月", r"年"),
+        units=(r"天|日", r"[周週]|[个個]?星期|[个個]?(?:礼拜|禮拜)", r"[个個]月", r"年"),
         numbers=_CJK_NUMBERS,
         few=r"几|数",
         ago=(r"{n}\s*{u}(?:以)?前",),
@@ -328,6 +338,9 @@ LANGUAGES: dict[str, Words] = {
         before_after=r"之前|以前",
         counted_month=_CJK_MONTH,
         cues="月",
+        week_days="一 二 三 四 五 六 日|天",
+        last_week_day=r"上[个個]?" + _ZH_WEEK_DAY,
+        this_week_day=r"(?:本|[这這][个個]?)" + _ZH_WEEK_DAY,
         spaced=False,
     ),
     "ja": Words(
@@ -349,6 +362,9 @@ LANGUAGES: dict[str, Words] = {
         until_after=r"まで",
         counted_month=_CJK_MONTH,
         cues="月",
+        week_days="月 火 水 木 金 土 日",
+        last_week_day=r"先週の?\s*{w}曜(?:日)?",
+        this_week_day=r"今週の?\s*{w}曜(?:日)?",
         spaced=False,
     ),
     "ko": Words(
@@ -371,6 +387,9 @@ LANGUAGES: dict[str, Words] = {
         spaced=False,
         counted_month=_KO_MONTH,
         cues="월",
+        week_days="월 화 수 목 금 토 일",
+        last_week_day=r"(?:지난|저번)\s*주\s*{w}\s*요일",
+        this_week_day=r"이번\s*주\s*{w}\s*요일",
     ),
 }
 
@@ -423,10 +442,14 @@ def _entries(words: Words) -> list[tuple[str, _Entry]]:
     days = words.weekdays.split()
     w = "(?P<w>" + "|".join(f"(?P<w{i}>{name})" for i, name in enumerate(days)) + ")"
     fill = {"n": n, "u": u, "m": m, "d": d, "y": y, "w": w}
+    week_days = words.week_days.split()
+    v = "(?P<w>" + "|".join(f"(?P<w{i}>{name})" for i, name in enumerate(week_days)) + ")"
     ones = [(words.today, "today"), (words.yesterday, "yesterday")]
     ones += [(p, f"this {unit}") for p, unit in zip(words.this, _UNITS[1:], strict=True)]
     ones += [(p, f"last {unit}") for p, unit in zip(words.last, _UNITS[1:], strict=True)]
     found: list[tuple[str, _Entry]] = [
+        *((form.format(w=v), _Entry(f"{{w}} {which} week", words)) for form, which in
+          ((words.last_week_day, "last"), (words.this_week_day, "this")) if form),
         *((form.format(**fill), _Entry("in the last {n} {u}s", words, takes_rel=False))
           for form in words.recent),
         *((form.format(**fill), _Entry("{n} {u}s ago", words)) for form in words.ago),
