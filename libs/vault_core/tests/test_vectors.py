@@ -477,18 +477,32 @@ def stored(opened: OpenVault, model: str) -> int:
     return int(count)
 
 
-def opened_vault(root: Path, model: Gated) -> OpenVault:
+def opened_vault(root: Path, model: Embedder) -> OpenVault:
+    return OpenVault.open(root, "v", Settings(git=False, watch=False, embedder=model))
+
+
+def new_vault(root: Path, model: Gated) -> OpenVault:
     for rel, text in NOTES.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(str(text))
-    return OpenVault.open(root, "v", Settings(git=False, watch=False, embedder=model))
+    return opened_vault(root, model)
+
+
+def embedded_whole(root: Path) -> Gated:
+    """A new vault the slower model has embedded whole, closed again; the model."""
+    stronger = Gated()
+    stronger.gate.set()
+    opened = new_vault(root, stronger)
+    wait(lambda: opened.embedding is not None and opened.embedding.ready())
+    opened.close()
+    return stronger
 
 
 def test_the_bundled_model_stands_in_until_the_configured_one_has_every_note(
     tmp_path: Path, bundled: Bundled
 ) -> None:
     stronger = Gated()
-    opened = opened_vault(tmp_path / "v", stronger)
+    opened = new_vault(tmp_path / "v", stronger)
     try:
         assert opened.stand_in is not None
         assert opened.embedding is not None
@@ -515,14 +529,10 @@ def test_the_bundled_model_stands_in_until_the_configured_one_has_every_note(
 def test_a_vault_the_configured_model_has_whole_opens_without_a_stand_in(
     tmp_path: Path, bundled: Bundled
 ) -> None:
-    stronger = Gated()
-    stronger.gate.set()
-    opened = opened_vault(tmp_path / "v", stronger)
-    wait(lambda: opened.embedding is not None and opened.embedding.ready())
-    opened.close()
+    stronger = embedded_whole(tmp_path / "v")
     embedded = len(bundled.texts)
 
-    again = OpenVault.open(tmp_path / "v", "v", Settings(git=False, watch=False, embedder=stronger))
+    again = opened_vault(tmp_path / "v", stronger)
     try:
         assert again.stand_in is None
         wait(lambda: again.vectors is not None and again.vectors.ready())
@@ -535,14 +545,14 @@ def test_a_stand_ins_vectors_outlast_a_restart_while_the_configured_model_is_sti
     tmp_path: Path, bundled: Bundled
 ) -> None:
     stronger = Gated()
-    opened = opened_vault(tmp_path / "v", stronger)
+    opened = new_vault(tmp_path / "v", stronger)
     wait(lambda: opened.vectors is opened.stand_in)
     rows = stored(opened, embedding.BUNDLED_MODEL)
     opened.close()
     asked = len(bundled.texts)
 
     later = Gated()  # the same model, still slow, after a restart
-    again = OpenVault.open(tmp_path / "v", "v", Settings(git=False, watch=False, embedder=later))
+    again = opened_vault(tmp_path / "v", later)
     try:
         wait(lambda: again.vectors is again.stand_in)
         assert stored(again, embedding.BUNDLED_MODEL) == rows
@@ -555,15 +565,9 @@ def test_a_stand_ins_vectors_outlast_a_restart_while_the_configured_model_is_sti
 def test_the_bundled_model_configured_has_no_stand_in_and_drops_another_models_vectors(
     tmp_path: Path, bundled: Bundled
 ) -> None:
-    stronger = Gated()
-    stronger.gate.set()
-    opened = opened_vault(tmp_path / "v", stronger)
-    wait(lambda: opened.embedding is not None and opened.embedding.ready())
-    opened.close()
+    embedded_whole(tmp_path / "v")
 
-    back = OpenVault.open(
-        tmp_path / "v", "v", Settings(git=False, watch=False, embedder=Counting())
-    )
+    back = opened_vault(tmp_path / "v", Counting())
     try:
         assert back.stand_in is None
         wait(lambda: back.vectors is not None and back.vectors.ready())
