@@ -100,7 +100,8 @@ _CJK = "\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af"
 _KO_MONTH = r"(?:(?P<y>[0-9]{4})\s*년\s*)?(?P<m>1[0-2]|0?[1-9])\s*월"
 _CJK_SINCE = r"以来|以降|起|开始|之后|以后|から"
 """After a time, in Chinese or Japanese: since then (one list, as `日` ends a day in both)."""
-_ZH_WEEK_DAY = r"(?:周|週|星期|礼拜|禮拜){w}(?![个個次篇天本份条條位项項件周週月年场場节節共起直些切般样樣点點下记記报報志程常期子])"
+_ZH_NOT_A_DAY = "个個次篇天本份条條位项項件周週月年场場节節共起直些切般样樣点點下记記报報志程常期子"
+_ZH_WEEK_DAY = rf"(?:周|週|星期|礼拜|禮拜){{w}}(?![{_ZH_NOT_A_DAY}])"
 """A weekday after Chinese `上` or `本` (the week): `上周五`, `本星期一`; not `上周一共` (in
 all), `上周五个` (five), `上周日记` (the diary)."""
 _CJK_MONTH = (
