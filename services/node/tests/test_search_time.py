@@ -13,6 +13,9 @@ from vault_node.testing import Harness, NodeFactory
 pytestmark = pytest.mark.asyncio
 
 TODAY = dt.datetime.now(dt.UTC).date()
+NOON = dt.datetime.combine(TODAY, dt.time(12), dt.UTC)
+"""The vault's clock in these tests: the notes are dated from TODAY, so a run crossing
+midnight must not read `yesterday` as another day than they were dated by."""
 
 
 def dated(days_ago: int, text: str, made: int = 500) -> str:
@@ -29,7 +32,9 @@ NOTES = {
 
 
 async def started(start_node: NodeFactory) -> Harness:
-    return await start_node(NOTES)
+    node = await start_node(NOTES)
+    node.app.state.node.library.get("default").vault._clock = lambda: NOON
+    return node
 
 
 def paths(found: dict) -> list[str]:  # type: ignore[type-arg]
