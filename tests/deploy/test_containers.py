@@ -441,6 +441,7 @@ async def test_a_write_on_the_primary_reaches_its_replica_through_the_proxy(
     copy reports the primary's head and counts as in sync. Without that trust every push
     failed on the certificate and node-b stayed out of sync for good."""
     wait_replicated(stack, "team")
+    primary_on(stack, "team", "node-a")
     async with mcp_session(f"{public('node-a')}/mcp", token, stack.tls) as session:
         note = {"vault": "team", "path": "wiki/replicated", "content": "shipped\n"}
         await create_note(session, note, settling=SETTLING)
@@ -709,6 +710,28 @@ def wait_replicated(stack: Stack, vault: str) -> None:
             time.sleep(1)
 
 
+def primary_on(stack: Stack, vault: str, node: str) -> None:
+    """Until `vault`'s primary is `node`, moved back there (its old copy kept as a replica)
+    when a failover took it elsewhere: a restart that takes longer than a lease on a loaded
+    machine hands node-a's primary to node-b, and the tests after it write on node-a."""
+    end, asked = time.monotonic() + DEADLINE, 0.0
+    with stack.operator() as http:
+        while True:
+            listed = http.get(f"{public('center')}/v1/replication").json()["vaults"]
+            copies = next(v for v in listed if v["name"] == vault)["copies"]
+            primary = next((c["node"] for c in copies if c["role"] == "primary"), None)
+            if primary == node:
+                return
+            ready = any(c["node"] == node and c.get("in_sync") for c in copies)
+            if primary and ready and time.monotonic() - asked > 10:
+                move = {"to": node, "keep": True}
+                http.post(f"{public('center')}/v1/replication/{vault}/move", json=move)
+                asked = time.monotonic()
+            if time.monotonic() > end:
+                pytest.fail(f"{vault}'s primary never came back to {node}: {copies}")
+            time.sleep(1)
+
+
 @pytest.mark.asyncio
 async def test_writes_go_on_past_a_lease_while_one_center_is_stopped(
     stack: Stack, token: str
@@ -718,6 +741,7 @@ async def test_writes_go_on_past_a_lease_while_one_center_is_stopped(
     `team` still takes writes, where a node bound to one center would answer
     failing_over."""
     wait_replicated(stack, "team")
+    primary_on(stack, "team", "node-a")
     async with mcp_session(f"{public('node-a')}/mcp", token, stack.tls) as session:
         # node-a may have been restarted just before: its lease is held again first.
         before = {"vault": "team", "path": "wiki/before-the-stop", "content": "writing\n"}
